@@ -1,0 +1,9 @@
+"""Theorem registry: every bound of the five papers as a function (see ``registry``).
+
+>>> import stabsim.theory as t
+>>> print(t.table())          # key, tag, quantity, reference, reading
+>>> t.get("P1.Thm4.uas")(t=100, n=50, eta=0.1, G=1.0)
+"""
+from .registry import PAPERS, QUANTITIES, TAGS, Bound, get, list_bounds, register, table
+
+__all__ = ["PAPERS", "QUANTITIES", "TAGS", "Bound", "get", "list_bounds", "register", "table"]

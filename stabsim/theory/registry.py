@@ -1,0 +1,163 @@
+"""The bound registry: every theorem formula of the five papers as a plain function.
+
+Each entry records the paper, the theorem/lemma number, the assumptions, the quantity
+it bounds (the name of a *measure* it is compared with), its tag and the reading used
+where the printed formula has a typo.  See ``shared/theory/CATALOGUE.md`` (section
+letters refer to it, e.g. "P0-E3" = paper P0, typo list item 3).
+
+Tags (CATALOGUE section 0):
+
+``EXPLICIT``     fully computable; overlay as is, no constant fitted.
+``EXPLICIT-DD``  explicit once a measured quantity is plugged in (passed as an argument).
+``RATE``         O(.) only: compare log-log slopes (``rate`` maps swept variable -> exponent).
+``CONDITION``    a privacy calibration (noise level / feasibility), not a risk bound.
+
+The registry knows nothing of kernels or plotting.  Bound functions take keyword
+arguments named after the paper's symbols (n, t, T, eta, G, L, gamma, delta, eps, ...)
+and broadcast over numpy arrays.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+TAGS = ("EXPLICIT", "EXPLICIT-DD", "RATE", "CONDITION")
+PAPERS = {
+    "P0": "Yang, Lei, Lyu, Ying (AISTATS 2021): stability and DP of SGD for pairwise learning with non-smooth loss",
+    "P1": "Yang, Lei, Wang, Yang, Ying (NeurIPS 2021): simple stochastic and online gradient descent for pairwise learning",
+    "P2": "Kang, Liu, Li, Wang: towards sharper utility bounds for differentially private pairwise learning",
+    "P3": "Huai, Wang, Miao, Xu, Zhang (AAAI 2020): pairwise learning with differential privacy guarantees",
+    "P4": "Wang, Lei, Ying, Zhou: differentially private SGD with low-noise",
+}
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One registered bound.
+
+    key          unique id, ``"<paper>.<ref-short>[.<what>][.<variant>]"``, e.g. ``"P1.Thm4.uas"``.
+    paper        ``"P0"`` .. ``"P4"``.
+    ref          the paper's own label, e.g. ``"Theorem 4"``, ``"Lemma A.9"``, ``"Eq. (9)"``.
+    quantity     the measure the bound is compared with (see ``QUANTITIES``).
+    tag          one of ``TAGS``.
+    func         the formula; keyword arguments in the paper's notation, returns an array.
+    assumptions  the theorem's assumptions in words (e.g. ``"G-Lipschitz"``, ``"convex"``).
+    reading      which reading of the text is implemented (``"as printed"`` or the correction
+                 with its catalogue id).
+    variant      ``"printed"``, ``"corrected"`` or ``""`` when there is only one reading.
+    rate         for RATE (and optionally EXPLICIT) entries: the exponent of the bounded quantity
+                 in each swept variable, e.g. ``{"n": -0.5}``.
+    sweep        the variable the theorem is naturally plotted against (``"t"``, ``"n"``, ``"eps"`` ...).
+    measured     names of arguments that must be *measured* in the simulation (EXPLICIT-DD).
+    description  one line, readable without the paper.
+    """
+
+    key: str
+    paper: str
+    ref: str
+    quantity: str
+    tag: str
+    func: Callable
+    assumptions: tuple[str, ...] = ()
+    reading: str = "as printed"
+    variant: str = ""
+    rate: Mapping[str, float] | None = None
+    sweep: str = ""
+    measured: tuple[str, ...] = ()
+    description: str = ""
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def __call__(self, **kwargs):
+        return self.func(**kwargs)
+
+
+#: Names of measured quantities a bound may be compared with.
+QUANTITIES = {
+    "uas_mean": "E_A ||A(S) - A(S')||  (uniform argument stability in expectation)",
+    "uas_quantile": "(1-gamma)-quantile of ||A(S) - A(S')||  (high-probability UAS)",
+    "uas_sq_quantile": "(1-gamma)-quantile of ||A(S) - A(S')||^2",
+    "iterate_dist_sq_quantile": "(1-gamma)-quantile of ||w_t - w'_t||^2",
+    "iterate_dist": "||w_t - w'_t|| along the run",
+    "onavg_stability": "E (1/n) sum_i ||A(S) - A(S^(i))||^2  (on-average argument stability, P4 Def. 6)",
+    "gen_gap": "E[F(A(S)) - F_S(A(S))]",
+    "opt_error": "E[F_S(A(S))] - F_S(w)",
+    "excess_risk": "E[F(A(S))] - F(w*)",
+    "regret": "online regret / average regret",
+    "grad_norm_sq": "(1/t) sum_j E||grad F_S(w_{j-2})||^2",
+    "pl_gap": "E[F_S(w_t) - F_S(w_S)]",
+    "sensitivity": "||A_t(D) - A_t(D')|| (l2 sensitivity of one release)",
+    "rademacher": "Rademacher complexity of the loss class",
+    "iterate_norm_sq": "||w_t||^2",
+    "noise_sigma": "Gaussian noise level of a private algorithm",
+    "noise_sigma2": "Gaussian noise variance of a private algorithm",
+    "privacy_rho": "zCDP parameter",
+    "privacy_feasible": "feasibility of privacy parameters",
+    "dp_utility_loss": "R(w_priv) - R(w_bar_T)",
+    "hoeffding_term": "R_S(w*) - R(w*)",
+    "locally_elastic_beta": "pairwise locally elastic stability coefficient",
+}
+
+_REGISTRY: dict[str, Bound] = {}
+
+
+def register(*, key: str, paper: str, ref: str, quantity: str, tag: str,
+             assumptions=(), reading: str = "as printed", variant: str = "",
+             rate=None, sweep: str = "", measured=(), description: str = "", **extra):
+    """Decorator: register ``func`` as a bound.  Returns the function unchanged."""
+    if tag not in TAGS:
+        raise ValueError(f"bound {key!r}: tag {tag!r} is not one of {TAGS}")
+    if paper not in PAPERS:
+        raise ValueError(f"bound {key!r}: paper {paper!r} is not one of {tuple(PAPERS)}")
+    if quantity not in QUANTITIES:
+        raise ValueError(f"bound {key!r}: quantity {quantity!r} is not one of {tuple(QUANTITIES)}")
+    if tag == "RATE" and not rate:
+        raise ValueError(f"bound {key!r}: a RATE entry needs its exponents, e.g. rate={{'n': -0.5}}")
+
+    def deco(func):
+        if key in _REGISTRY:
+            raise ValueError(f"bound {key!r} is registered twice")
+        _REGISTRY[key] = Bound(key=key, paper=paper, ref=ref, quantity=quantity, tag=tag,
+                               func=func, assumptions=tuple(assumptions), reading=reading,
+                               variant=variant, rate=dict(rate) if rate else None, sweep=sweep,
+                               measured=tuple(measured),
+                               description=description or (func.__doc__ or "").strip().split("\n")[0],
+                               extra=dict(extra))
+        return func
+
+    return deco
+
+
+def _load_all():
+    # Importing the paper modules fills the registry.
+    from . import p0, p1, p2, p3, p4  # noqa: F401
+
+
+def get(key: str) -> Bound:
+    """The bound registered under ``key``; unknown keys raise with a 'did you mean'."""
+    _load_all()
+    try:
+        return _REGISTRY[key]
+    except KeyError:
+        close = difflib.get_close_matches(key, list(_REGISTRY), n=3)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise KeyError(f"unknown bound {key!r}.{hint} `stabsim.theory.list_bounds()` lists all "
+                       f"{len(_REGISTRY)} registered bounds.") from None
+
+
+def list_bounds(paper: str | None = None, tag: str | None = None) -> list[Bound]:
+    """All registered bounds, optionally filtered by paper and tag, in key order."""
+    _load_all()
+    out = [b for b in _REGISTRY.values()
+           if (paper is None or b.paper == paper) and (tag is None or b.tag == tag)]
+    return sorted(out, key=lambda b: b.key)
+
+
+def table(paper: str | None = None) -> str:
+    """A plain-text table of the registry (key, tag, quantity, reference, reading)."""
+    rows = [(b.key, b.tag, b.quantity, f"{b.paper} {b.ref}", b.reading) for b in list_bounds(paper)]
+    head = ("key", "tag", "quantity", "reference", "reading")
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
+    fmt = "  ".join("{:<%d}" % w for w in widths)
+    return "\n".join([fmt.format(*head)] + [fmt.format(*r) for r in rows])
