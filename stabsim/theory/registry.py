@@ -97,6 +97,13 @@ QUANTITIES = {
     "dp_utility_loss": "R(w_priv) - R(w_bar_T)",
     "hoeffding_term": "R_S(w*) - R(w*)",
     "locally_elastic_beta": "pairwise locally elastic stability coefficient",
+    "eta2_weighted_train_risk": "sum_j eta_j^2 E[F_S(w_j)] along the run (P4 Eq. (11), Lemma 20)",
+    "step_expansion": "||w - eta g(w) - w' + eta g(w')||^2 - ||w - w'||^2 (one gradient step, P4 Lemma 18)",
+    "iterate_dist_quantile": "(1-gamma)-quantile of ||w_t - w'_t||  (high-probability per-iterate distance)",
+    "excess_risk_quantile": "(1-gamma)-quantile over S and A of F(A(S)) - F(w*)  (high-probability excess risk)",
+    "gen_gap_quantile": "(1-gamma)-quantile over S and A of F(A(S)) - F_S(A(S))  (high-probability generalization gap)",
+    "opt_error_quantile": "(1-gamma)-quantile over A (and S) of F_S(A(S)) - F_S(w)  (high-probability optimization error)",
+    "step_size": "a step size prescribed by a theorem's calibration (a parameter to set, not a measurement)",
 }
 
 _REGISTRY: dict[str, Bound] = {}

@@ -1,0 +1,32 @@
+"""Privacy calibration, accountant cross-check and audit statistics for the five papers.
+
+* :mod:`.calibration` -- the noise each paper prescribes (P0 Eq. (5), P1 Alg. 3, P2 Thm 1,
+  P3 Alg. 1/3, P4 Thm 2/5 and its beta search).
+* :mod:`.analytic` -- the exact (analytic) Gaussian mechanism of Balle & Wang (2018).
+* :mod:`.accountant` -- what those sigmas actually buy according to dp_accounting (RDP, PLD).
+* :mod:`.audit` -- Clopper-Pearson epsilon lower bounds for empirical privacy audits.
+"""
+
+from .errors import InfeasiblePrivacyParameters
+from . import analytic, audit, calibration
+from .calibration import (
+    gaussian_mechanism_sigma, p0_sensitivity_eq9, p0_sigma2, p1_alg3_schedule, p1_thm10_eta,
+    p2_sensitivity, p2_sigma, p3_check_burnin, p3_convex_surrogate, p3_eta, p3_rho,
+    p3_sensitivity, p3_sigma2_offline, p3_sigma2_online, p3_T1, p4_beta_search,
+    p4_condition_margins, p4_feasible, p4_lambda, p4_sigma2,
+)
+from .analytic import analytic_gaussian_delta, analytic_gaussian_epsilon, analytic_gaussian_sigma
+from .audit import (
+    clopper_pearson_upper, eps_from_rates, eps_lower_from_counts, eps_lower_from_scores,
+)
+
+__all__ = [
+    "InfeasiblePrivacyParameters", "analytic", "audit", "calibration",
+    "gaussian_mechanism_sigma", "p0_sensitivity_eq9", "p0_sigma2", "p1_alg3_schedule",
+    "p1_thm10_eta", "p2_sensitivity", "p2_sigma", "p3_check_burnin", "p3_convex_surrogate",
+    "p3_eta", "p3_rho", "p3_sensitivity", "p3_sigma2_offline", "p3_sigma2_online", "p3_T1",
+    "p4_beta_search", "p4_condition_margins", "p4_feasible", "p4_lambda", "p4_sigma2",
+    "analytic_gaussian_delta", "analytic_gaussian_epsilon", "analytic_gaussian_sigma",
+    "clopper_pearson_upper", "eps_from_rates", "eps_lower_from_counts", "eps_lower_from_scores",
+]
+# The accountant (imports dp_accounting, ~1 s) is loaded lazily: ``from stabsim.privacy import accountant``.

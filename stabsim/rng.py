@@ -1,0 +1,126 @@
+"""Counter-based random numbers usable inside numba kernels.
+
+Every random number is a pure function of ``(seed, replicate, stream, counter)``:
+
+    key      = stream_key(seed, replicate, stream)
+    uniform  = mix64(key + (counter + 1) * GOLDEN) >> 11, scaled to [0, 1)
+
+``mix64`` is the SplitMix64 finaliser (Steele, Lea & Flood 2014), so the sequence for a
+fixed key is exactly SplitMix64's output sequence.  Because nothing depends on a mutable
+generator state, a replicate gives bit-identical numbers whatever the thread count, the
+chunking of replicates, or the machine that runs it (DESIGN.md "Reproducibility").
+numba's own ``np.random`` is per-thread state and is never used in kernels.
+
+Streams used by the engine (one independent sequence each):
+
+``STREAM_INDEX``   sampled example indices (shared by the runs on S and S')
+``STREAM_NOISE``   Gaussian gradient/output noise of the run on S (and on S' when coupled)
+``STREAM_NOISE_PRIME`` noise of the run on S' when the noise is *independent* (privacy audits)
+``STREAM_INIT``    random initial points
+``STREAM_NEIGHBOUR`` the replaced index k and replacement point z'
+``STREAM_DATA``    synthetic data sets
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+STREAM_INDEX = 1
+STREAM_NOISE = 2
+STREAM_NOISE_PRIME = 3
+STREAM_INIT = 4
+STREAM_NEIGHBOUR = 5
+STREAM_DATA = 6
+STREAM_SPLIT = 7
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+_S11 = np.uint64(11)
+_ONE = np.uint64(1)
+_TWO_POW_M53 = 1.0 / 9007199254740992.0
+
+
+@njit(cache=True, inline="always")
+def mix64(z):
+    """SplitMix64 finaliser: a bijective 64-bit mixer."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True, inline="always")
+def stream_key(seed, replicate, stream):
+    """The 64-bit key of one random stream of one replicate."""
+    k = mix64(np.uint64(seed) + _GOLDEN)
+    k = mix64(k ^ (np.uint64(replicate) * _M1 + _ONE))
+    return mix64(k ^ (np.uint64(stream) * _M2 + _GOLDEN))
+
+
+@njit(cache=True, inline="always")
+def uniform(key, counter):
+    """A float in [0, 1) with 53 random bits: number ``counter`` of stream ``key``."""
+    x = mix64(key + (np.uint64(counter) + _ONE) * _GOLDEN)
+    return np.float64(x >> _S11) * _TWO_POW_M53
+
+
+@njit(cache=True, inline="always")
+def randint(key, counter, n):
+    """An integer uniform on {0, ..., n-1} (bias below n / 2**53)."""
+    r = np.int64(uniform(key, counter) * n)
+    return r if r < n else n - 1
+
+
+@njit(cache=True, inline="always")
+def normal(key, counter):
+    """A standard normal (Box–Muller, cosine branch) from counters 2c and 2c+1."""
+    u1 = 1.0 - uniform(key, 2 * counter)  # in (0, 1]
+    u2 = uniform(key, 2 * counter + 1)
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+
+
+@njit(cache=True, inline="always")
+def pair_ij(key, t, n):
+    """The ordered pair (i, j), i != j, uniform over n(n-1) pairs, drawn at step t."""
+    i = randint(key, 2 * t, n)
+    j = randint(key, 2 * t + 1, n - 1)
+    if j >= i:
+        j += 1
+    return i, j
+
+
+@njit(cache=True)
+def fill_uniform(key, start, out):
+    for c in range(out.shape[0]):
+        out[c] = uniform(key, start + c)
+
+
+@njit(cache=True)
+def fill_normal(key, start, out):
+    for c in range(out.shape[0]):
+        out[c] = normal(key, start + c)
+
+
+# ---- Python-side conveniences (not used inside kernels) ---------------------------------
+
+def key(seed: int, replicate: int, stream: int) -> np.uint64:
+    """``stream_key`` with argument checking, for Python callers."""
+    if int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return np.uint64(stream_key(np.int64(seed), np.int64(replicate), np.int64(stream)))
+
+
+def uniforms(seed: int, replicate: int, stream: int, size: int, start: int = 0) -> np.ndarray:
+    out = np.empty(int(size))
+    fill_uniform(key(seed, replicate, stream), np.int64(start), out)
+    return out
+
+
+def normals(seed: int, replicate: int, stream: int, size: int, start: int = 0) -> np.ndarray:
+    out = np.empty(int(size))
+    fill_normal(key(seed, replicate, stream), np.int64(start), out)
+    return out

@@ -1,0 +1,51 @@
+"""Step-size schedules eta_1..eta_T (returned as an array of length T+1, index 0 = eta_0).
+
+=====================  =========================  ==========================================
+spec                   eta_t                      used by
+=====================  =========================  ==========================================
+``("constant", c)``    c                          P1 Thm 1/2/4/5/6(a)/8, P0, P4 experiments
+``("sqrt", c)``        c / sqrt(t)                O(1/sqrt t) optimisation rates
+``("strongly_convex", alpha)``  2 / (alpha (t+1))  P1 Thm 6(b), 7(b)
+``("pl", mu)``         2 / (mu (t+1))             P1 Thm 3, 9
+an array               as given (length T)        anything else
+=====================  =========================  ==========================================
+
+eta_0 (index 0 of the returned array) is not used by any algorithm; P1 Thm 6(a)/7(a)
+mention an undefined eta_0, and the theory registry offers both readings (CATALOGUE P1-E3).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+SCHEDULES = ("constant", "sqrt", "strongly_convex", "pl")
+
+
+def step_sizes(spec, T: int) -> np.ndarray:
+    """The array (eta_0 = nan, eta_1, ..., eta_T) for the schedule ``spec``."""
+    T = int(T)
+    if T < 1:
+        raise ValueError(f"T (number of steps) must be >= 1, got {T}")
+    if isinstance(spec, numbers.Real):
+        spec = ("constant", float(spec))
+    if isinstance(spec, (list, tuple)) and len(spec) == 2 and isinstance(spec[0], str):
+        kind, c = spec[0], float(spec[1])
+        if kind not in SCHEDULES:
+            raise ValueError(f"unknown step-size schedule {kind!r}; allowed: {', '.join(SCHEDULES)} "
+                             "or an array of T positive step sizes")
+        if not (c > 0 and np.isfinite(c)):
+            name = {"constant": "eta", "sqrt": "c", "strongly_convex": "alpha", "pl": "mu"}[kind]
+            raise ValueError(f"step-size schedule {kind!r}: {name} must be a finite number > 0, got {c!r}")
+        t = np.arange(1, T + 1, dtype=np.float64)
+        eta = {"constant": np.full(T, c), "sqrt": c / np.sqrt(t),
+               "strongly_convex": 2.0 / (c * (t + 1.0)), "pl": 2.0 / (c * (t + 1.0))}[kind]
+    else:
+        eta = np.asarray(spec, dtype=np.float64).ravel()
+        if eta.shape != (T,):
+            raise ValueError(f"an explicit step-size array must have length T={T}, got shape {eta.shape}")
+    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        bad = int(np.flatnonzero(~(np.isfinite(eta) & (eta > 0)))[0]) + 1
+        raise ValueError(f"step sizes must be finite and > 0 (eta <= 0 is not allowed); eta_{bad} = {eta[bad - 1]!r}")
+    return np.concatenate(([np.nan], eta))

@@ -1,0 +1,204 @@
+"""Synthetic problems with a known population and minimizer, and neighbouring data sets.
+
+Every generator is a pure function of ``(seed, replicate)`` through ``stabsim.rng``
+(stream ``STREAM_DATA``), so the data of replicate r are the same wherever r runs.
+
+Problems (``make_problem(name, **params)``):
+
+``auc_separable``  low-noise AUC: x = y*gamma*e_1 + xi, xi uniform in the ball of radius
+                   rho in span(e_2..e_d), P(y = 1) = pi.  w* = e_1/(2 gamma) gives
+                   w*.(x - x') = 1 for every positive/negative pair, so the hinge and the
+                   squared AUC losses have F(w*) = 0 (low noise, P4's F(w*) = 0).
+``auc_noisy``      the same geometry with labels flipped with probability ``flip``:
+                   F(w*) > 0.  Squared-loss risk and minimiser in closed form from the
+                   class-conditional moments.
+``p4_lsq``         P4 Sec. 5 least squares: x uniform on the unit sphere, y = x.w* + N(0,kappa^2)
+                   conditioned on |y| <= 0.5 (rejection), w* = [.5,.3,0,.1,.2,0,0,0,0,.1].
+``p4_logistic``    P4 Sec. 5 logistic: x on the sphere, y = sign(x.w* + N(0,kappa^2)),
+                   w* = [5,3,0,.1,.2,0,0,0,0,.1] (the printed p(x) is circular; CATALOGUE P4-D).
+``metric``         metric learning: two classes that differ in the first coordinate,
+                   x = y*gamma*e_1 + xi as in ``auc_separable``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import rng
+
+P4_LSQ_WSTAR = np.array([0.5, 0.3, 0, 0.1, 0.2, 0, 0, 0, 0, 0.1])
+P4_LOGISTIC_WSTAR = np.array([5, 3, 0, 0.1, 0.2, 0, 0, 0, 0, 0.1])
+
+
+class _Stream:
+    """Sequential draws from one counter-based stream (Python side, vectorised)."""
+
+    def __init__(self, seed, replicate, stream=rng.STREAM_DATA):
+        self.key = rng.key(seed, replicate, stream)
+        self.pos = 0
+
+    def uniform(self, size):
+        out = np.empty(int(np.prod(size)))
+        rng.fill_uniform(self.key, np.int64(self.pos), out)
+        self.pos += out.size
+        return out.reshape(size)
+
+    def normal(self, size):
+        out = np.empty(int(np.prod(size)))
+        rng.fill_normal(self.key, np.int64(self.pos), out)
+        self.pos += 2 * out.size  # a normal uses two counters
+        return out.reshape(size)
+
+
+def _ball(st: _Stream, m: int, dim: int, radius: float) -> np.ndarray:
+    """m points uniform in the ball of the given radius in R^dim."""
+    if dim == 0:
+        return np.zeros((m, 0))
+    g = st.normal((m, dim))
+    g /= np.linalg.norm(g, axis=1, keepdims=True)
+    return g * (radius * st.uniform(m) ** (1.0 / dim))[:, None]
+
+
+def _sphere(st: _Stream, m: int, dim: int) -> np.ndarray:
+    g = st.normal((m, dim))
+    return g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
+@dataclass
+class Problem:
+    """A data distribution: ``sample(n, seed, replicate) -> (X, y)`` plus what is known of it.
+
+    ``kappa`` = sup ||x||.  ``w_star`` / ``F_star``: population minimiser and minimal risk for
+    ``loss_name`` when known (else None).  ``risk(w)``: the closed-form population risk of
+    ``loss_name`` when available (else None).
+    """
+
+    name: str
+    d: int
+    kappa: float
+    params: dict
+    loss_name: str
+    w_star: np.ndarray | None = None
+    F_star: float | None = None
+    notes: str = ""
+    _risk: object = field(default=None, repr=False)
+
+    def sample(self, n: int, seed: int, replicate: int = 0, stream: int = rng.STREAM_DATA):
+        return _SAMPLERS[self.name](self, int(n), _Stream(seed, replicate, stream))
+
+    def risk(self, w):
+        return None if self._risk is None else self._risk(np.asarray(w, dtype=float))
+
+
+def _sample_auc(pb: Problem, n: int, st: _Stream):
+    d, g, rho, pi = pb.d, pb.params["gamma"], pb.params["rho"], pb.params["pi"]
+    y = np.where(st.uniform(n) < pi, 1.0, -1.0)
+    X = np.zeros((n, d))
+    X[:, 0] = y * g
+    X[:, 1:] = _ball(st, n, d - 1, rho)
+    flip = pb.params.get("flip", 0.0)
+    if flip > 0:
+        y = np.where(st.uniform(n) < flip, -y, y)
+    return X, y
+
+
+def _sample_p4(pb: Problem, n: int, st: _Stream):
+    w, kap = pb.w_star_paper, pb.params["kappa"]
+    Xs, ys = [], []
+    while sum(len(a) for a in ys) < n:
+        m = 2 * n + 16
+        X = _sphere(st, m, pb.d)
+        noise = kap * st.normal(m)
+        if pb.params["kind"] == "lsq":
+            y = X @ w + noise
+            keep = np.abs(y) <= 0.5
+        else:
+            y = np.where(X @ w + noise > 0, 1.0, -1.0)
+            keep = np.ones(m, dtype=bool)
+        Xs.append(X[keep]); ys.append(y[keep])
+    return np.concatenate(Xs)[:n], np.concatenate(ys)[:n]
+
+
+_SAMPLERS = {"auc_separable": _sample_auc, "auc_noisy": _sample_auc, "metric": _sample_auc,
+             "p4_lsq": _sample_p4, "p4_logistic": _sample_p4}
+
+
+def _auc_moments(d, g, rho, pi, flip):
+    """Class-conditional means/covariances of x given the *observed* label (after flips)."""
+    var_xi = rho ** 2 / (d + 1.0)  # uniform in a (d-1)-ball: covariance rho^2/((d-1)+2) I
+    # P(true = +1 | observed = +1) etc.
+    p_obs_pos = pi * (1 - flip) + (1 - pi) * flip
+    a_pos = pi * (1 - flip) / p_obs_pos          # P(true + | obs +)
+    a_neg = pi * flip / (1 - p_obs_pos)          # P(true + | obs -)
+    out = []
+    for a in (a_pos, a_neg):
+        mu = np.zeros(d); mu[0] = g * (2 * a - 1)
+        cov = np.diag(np.r_[g * g - mu[0] ** 2, np.full(d - 1, var_xi)])
+        out.append((mu, cov))
+    return p_obs_pos, out
+
+
+def _auc_squared_risk_factory(d, g, rho, pi, flip, symmetric=True):
+    """Closed form of F(w) = E f(w; z, z') for the squared AUC loss (1 - w.(x - x'))^2."""
+    p1, ((mp, cp), (mn, cn)) = _auc_moments(d, g, rho, pi, flip)
+    mu, cov = mp - mn, cp + cn
+    pair = (2.0 if symmetric else 1.0) * p1 * (1 - p1)
+
+    def risk(w):
+        m = w @ mu
+        return pair * ((1 - m) ** 2 + np.einsum("...i,ij,...j->...", w, cov, w))
+
+    A = cov + np.outer(mu, mu)
+    w_star = np.linalg.solve(A, mu)
+    return risk, w_star, float(risk(w_star))
+
+
+def make_problem(name: str, d: int = 10, **params) -> Problem:
+    """A synthetic problem by name (see the module docstring for the parameters)."""
+    if name not in _SAMPLERS:
+        close = difflib.get_close_matches(name, list(_SAMPLERS), n=2)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"unknown problem {name!r}.{hint} Allowed: {', '.join(_SAMPLERS)}")
+    d = int(d)
+    if d < 1:
+        raise ValueError(f"dimension d must be >= 1, got {d}")
+    if name in ("auc_separable", "auc_noisy", "metric"):
+        g = float(params.pop("gamma", 0.5)); rho = float(params.pop("rho", 0.5))
+        pi = float(params.pop("pi", 0.5))
+        flip = float(params.pop("flip", 0.1 if name == "auc_noisy" else 0.0))
+        if params:
+            raise ValueError(f"unknown parameters for {name!r}: {sorted(params)}; allowed: gamma, rho, pi, flip")
+        if not (0 < pi < 1):
+            raise ValueError(f"pi = P(y = 1) must lie in (0, 1), got {pi}")
+        if not (0 <= flip < 0.5):
+            raise ValueError(f"label flip probability must lie in [0, 0.5), got {flip}")
+        if g <= 0 or rho < 0:
+            raise ValueError(f"need gamma > 0 and rho >= 0, got gamma={g}, rho={rho}")
+        kappa = math.hypot(g, rho)
+        risk, w_sq, F_sq = _auc_squared_risk_factory(d, g, rho, pi, flip)
+        pb = Problem(name, d, kappa, dict(gamma=g, rho=rho, pi=pi, flip=flip), "auc_squared",
+                     w_star=w_sq, F_star=F_sq, _risk=risk,
+                     notes="closed-form population risk and minimiser for the symmetric squared AUC loss")
+        if name == "auc_separable":
+            pb.w_star_hinge = np.eye(d)[0] / (2 * g)  # margin exactly 1 on every +/- pair
+        return pb
+    kappa_noise = float(params.pop("kappa", 0.0))
+    if params:
+        raise ValueError(f"unknown parameters for {name!r}: {sorted(params)}; allowed: kappa")
+    if d != 10:
+        raise ValueError(f"{name!r} is P4's d = 10 design, got d = {d}")
+    if kappa_noise < 0:
+        raise ValueError(f"noise level kappa must be >= 0, got {kappa_noise}")
+    kind = "lsq" if name == "p4_lsq" else "logistic"
+    w = P4_LSQ_WSTAR if kind == "lsq" else P4_LOGISTIC_WSTAR
+    pb = Problem(name, d, 1.0, dict(kappa=kappa_noise, kind=kind),
+                 "point_lsq" if kind == "lsq" else "point_logistic",
+                 w_star=w.copy() if (kind == "lsq" and kappa_noise == 0) else None,
+                 F_star=0.0 if (kind == "lsq" and kappa_noise == 0) else None,
+                 notes="population risk by Monte Carlo (no closed form after rejection)")
+    pb.w_star_paper = w.astype(float)
+    return pb

@@ -1,0 +1,182 @@
+"""Twin runs on user-supplied arrays: the Python entry point to the twin kernel.
+
+``run_twin(X, y, ...)`` validates the input, builds the neighbours, calls the kernel and
+returns an ``xarray.Dataset`` with dims ``replicate`` and ``t`` (the checkpoints).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import xarray as xr
+
+from . import rng
+from .algorithms import get_algorithm
+from .constraints import get_constraint
+from .kernels import N_REC, twin_kernel
+from .losses import get_loss
+from .neighbours import as_neighbour, make_neighbours
+from .provenance import provenance
+from .steps import step_sizes
+from .validation import check_Xy, positive, positive_int
+
+REC_VARS = (
+    ("dist_iterate", "||w_t - w'_t||", "distance between the iterates on S and S'"),
+    ("dist_output", "||A_t(S) - A_t(S')||", "distance between the algorithm outputs on S and S' after t steps"),
+    ("loss_path", "sum_{j<=t} fhat_j(w_{j-1})", "cumulative loss of the step's pairs at the pre-step iterate (run on S)"),
+    ("loss_ref_path", "sum_{j<=t} fhat_j(w_ref)", "cumulative loss of the step's pairs at the reference point w_ref"),
+    ("eta2_loss_path", "sum_{j<=t} eta_j^2 fhat_j(w_{j-1})", "unbiased estimate of sum_j eta_j^2 F_S(w_{j-1}) for independently drawn pairs"),
+)
+
+
+def log_checkpoints(T: int, count: int = 30) -> np.ndarray:
+    """About ``count`` log-spaced distinct steps in [1, T], always including T."""
+    pts = np.unique(np.round(np.logspace(0, math.log10(T), int(count))).astype(np.int64))
+    return np.unique(np.r_[pts[(pts >= 1) & (pts <= T)], T])
+
+
+def _initial_points(w0, R, p, reps, seed, constraint, md):
+    if w0 is None:
+        return np.zeros((R, p))
+    if isinstance(w0, str):
+        if w0 != "random":
+            raise ValueError(f"w0 must be None (zeros), 'random' or an array, got {w0!r}")
+        W = np.stack([rng.normals(seed, int(r), rng.STREAM_INIT, p) for r in reps]) / math.sqrt(p)
+        for i in range(R):
+            W[i] = constraint.project(W[i], md or None)
+        return W
+    W = np.asarray(w0, dtype=np.float64)
+    if W.shape == (p,):
+        W = np.broadcast_to(W, (R, p))
+    if W.shape != (R, p) or not np.all(np.isfinite(W)):
+        raise ValueError(f"w0 must be finite with shape ({p},) or ({R}, {p}), got {W.shape}")
+    return np.ascontiguousarray(W)
+
+
+def extend_with_replacements(X, Y, xrep, yrep):
+    """The kernel's data layout: S's n rows followed by the replacement rows.
+
+    One shared data set (nS = 1): rows n..n+R-1 hold the R replacements, krows[r] = n + r.
+    One data set per replicate: row n of data set r holds its replacement, krows[r] = n.
+    """
+    nS, n, d = X.shape
+    R = xrep.shape[0]
+    if nS == 1:
+        Xext = np.concatenate([X[0], xrep])[None]
+        Yext = np.concatenate([Y[0], yrep])[None]
+        krows = n + np.arange(R, dtype=np.int64)
+    else:
+        Xext = np.concatenate([X, xrep[:, None, :]], axis=1)
+        Yext = np.concatenate([Y, yrep[:, None]], axis=1)
+        krows = np.full(R, n, dtype=np.int64)
+    return np.ascontiguousarray(Xext), np.ascontiguousarray(Yext), krows
+
+
+def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", eta=0.1,
+             T=1000, replicates=100, seed=0, neighbour="farthest", checkpoints=None,
+             record_outputs=False, w0=None, sigma=0.0, independent_noise=False, buffer=None,
+             output=None, q=None, w_ref=None, problem=None) -> xr.Dataset:
+    """Run ``algorithm`` on S = (X, y) and on its neighbour S' with shared randomness.
+
+    Parameters
+    ----------
+    X, y : arrays (n, d) and (n,), or (R, n, d) and (R, n) for one data set per replicate
+        (on-average stability, P4 Def. 6).
+    algorithm : name in ``stabsim.algorithms.ALGORITHMS`` (``p1_alg1``, ``sgd_pair``, ...).
+    loss : name in ``stabsim.losses.LOSSES`` (``auc_hinge``, ``auc_squared``, ...).
+    constraint : ``"none"``, ``("l2", R)``, ``"l2:R"``, ``("frobenius", R)``, ``("nuclear", R)``, ``"psd"``.
+    eta : step sizes: a number (constant), ``("sqrt", c)``, ``("strongly_convex", alpha)``,
+        ``("pl", mu)`` or an array of length T (see ``stabsim.steps``).
+    T : number of steps.  replicates : a count R (ids 0..R-1) or an array of replicate ids.
+    seed : non-negative integer; each replicate is a pure function of (seed, replicate id).
+    neighbour : ``(k, x_new, y_new)``, a kind (``"farthest"``, ``"flip"``, ``"fresh"``,
+        ``"heldout"``, ``"same"``) or a ``stabsim.neighbours.Neighbour``.
+    checkpoints : steps at which to record (default: about 30 log-spaced).
+    record_outputs : also return the outputs A_t(S), A_t(S') (dims replicate, t, run, param).
+    w0 : initial point: None (zeros), ``"random"`` or an array (p,) / (R, p).
+    sigma : Gaussian gradient-noise level (P4 Alg. 1/2, P2 Alg. 1); 0 = non-private.
+    independent_noise : draw the noise of S' independently (privacy audits), not shared.
+    buffer : FIFO buffer size s for ``p1_buffer``.  output : another output rule.
+    q : exponent of the q-norm hinge.  w_ref : reference point for the regret path.
+    problem : the ``stabsim.synthetic.Problem`` the data came from (for ``"fresh"`` neighbours).
+
+    Returns
+    -------
+    xarray.Dataset with ``dist_iterate``, ``dist_output``, ``loss_path``, ``loss_ref_path``,
+    ``eta2_loss_path`` (replicate, t), coordinates ``sum_eta`` and ``sum_eta2`` (t), and
+    provenance attributes.
+    """
+    lossf = get_loss(loss, q)
+    alg = get_algorithm(algorithm, buffer=buffer, output=output)
+    if alg.pairwise != lossf.pairwise:
+        kind = "pairwise" if alg.pairwise else "pointwise"
+        raise ValueError(f"algorithm {alg.name!r} is {kind} but loss {loss!r} is not; "
+                         f"use a {'pairwise' if alg.pairwise else 'pointwise (point_*)'} loss")
+    cons = get_constraint(constraint)
+    X, y = check_Xy(X, y, pairwise_auc=lossf.form in (0, 1))
+    if X.ndim == 2:
+        X, y = X[None], y[None]
+    nS, n, d = X.shape
+    T = positive_int("T", T)
+    seed = positive_int("seed", seed, minimum=0)
+    if isinstance(replicates, (int, np.integer)):
+        reps = np.arange(positive_int("replicates", int(replicates)), dtype=np.int64)
+    else:
+        reps = np.asarray(replicates, dtype=np.int64).ravel()
+        if reps.size == 0 or np.any(reps < 0):
+            raise ValueError("replicates must be a positive count or a non-empty array of ids >= 0")
+    R = len(reps)
+    if nS not in (1, R):
+        raise ValueError(f"a per-replicate data array needs {R} data sets (one per replicate), got {nS}")
+    if n < alg.min_rows(T):
+        raise ValueError(f"{alg.name} reads one new example per step: it needs n >= {alg.min_rows(T)} "
+                         f"rows for T = {T}, got n = {n}")
+    md = d if lossf.matrix else 0
+    if cons.matrix and not lossf.matrix:
+        raise ValueError(f"constraint {cons.name!r} is for matrix parameters (metric learning losses)")
+    p = d * d if lossf.matrix else d
+    etas = step_sizes(eta, T)
+    omegas = alg.omegas(etas)
+    sigma = float(sigma)
+    if not (sigma >= 0 and math.isfinite(sigma)):
+        raise ValueError(f"sigma (noise level) must be finite and >= 0, got {sigma!r}")
+    ck = log_checkpoints(T) if checkpoints is None else np.unique(np.asarray(checkpoints, dtype=np.int64))
+    if ck.size == 0 or ck[0] < 1 or ck[-1] > T:
+        raise ValueError(f"checkpoints must be steps in [1, T={T}], got {ck.tolist()[:5]}...")
+    nb = as_neighbour(neighbour)
+    kidx, xrep, yrep = make_neighbours(nb, X, y, reps, seed, problem=problem)
+    Xext, Yext, krows = extend_with_replacements(X, y, xrep, yrep)
+    W0 = _initial_points(w0, R, p, reps, seed, cons, md)
+    has_ref = w_ref is not None
+    wref = np.zeros(p) if w_ref is None else np.ascontiguousarray(np.asarray(w_ref, float).ravel())
+    if wref.shape != (p,):
+        raise ValueError(f"w_ref must have {p} entries, got {wref.shape}")
+    rec = np.full((R, ck.size, N_REC), np.nan)
+    outs = np.zeros((R, ck.size, 2, p) if record_outputs else (1, 1, 2, 1))
+    twin_kernel(Xext, Yext, kidx, krows, reps, np.int64(seed),
+                alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
+                cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
+                bool(independent_noise), has_ref, wref, W0, ck, rec, bool(record_outputs), outs)
+    return _to_dataset(rec, outs if record_outputs else None, reps, ck, etas, kidx, dict(
+        algorithm=alg.name, algorithm_reference=alg.reference, buffer=alg.buffer, output_rule=alg.output,
+        loss=lossf.name, constraint=cons.name, radius=cons.radius, T=T, n=n, d=d, seed=seed,
+        sigma=sigma, noise="independent" if independent_noise else "shared",
+        neighbour=nb.describe(), neighbour_relation="replace-one",
+        eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
+
+
+def _to_dataset(rec, outs, reps, ck, etas, kidx, meta) -> xr.Dataset:
+    eta = etas[1:]
+    coords = {"replicate": reps, "t": ck,
+              "sum_eta": ("t", np.cumsum(eta)[ck - 1], {"long_name": "sum_{j<=t} eta_j"}),
+              "sum_eta2": ("t", np.cumsum(eta ** 2)[ck - 1], {"long_name": "sum_{j<=t} eta_j^2"}),
+              "eta_t": ("t", eta[ck - 1], {"long_name": "eta_t"})}
+    data = {name: (("replicate", "t"), rec[:, :, i], {"long_name": ln, "description": desc, "units": "1"})
+            for i, (name, ln, desc) in enumerate(REC_VARS)}
+    data["k"] = ("replicate", kidx, {"long_name": "index of the replaced example"})
+    if outs is not None:
+        data["output"] = (("replicate", "t", "run", "param"), outs,
+                          {"long_name": "A_t(S), A_t(S')", "units": "1"})
+        coords["run"] = ["S", "S'"]
+    return xr.Dataset(data, coords=coords, attrs=provenance(**meta))
