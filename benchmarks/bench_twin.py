@@ -1,0 +1,418 @@
+"""Speed of the twin kernel on P1 Algorithm 1 (AUC hinge), against a naive NumPy loop and a C loop.
+
+Run from the repository root::
+
+    python benchmarks/bench_twin.py            # T = 10^6 (about 1-2 minutes)
+    python benchmarks/bench_twin.py --quick    # T = 10^5
+    python benchmarks/bench_twin.py --out benchmarks/results.json
+
+Every number is nanoseconds per *twin step* (one SGD step on S plus one on S'), the
+minimum over ``--repeat`` runs (default 3), excluding numba compile time.  Nothing is
+asserted: the issue's targets are reported as met / not met.  See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere without installing
+    sys.path.insert(0, str(ROOT))
+
+import numba  # noqa: E402
+
+import stabsim  # noqa: E402
+from stabsim import make_problem, rng, run_twin  # noqa: E402
+from stabsim.neighbours import as_neighbour, make_neighbours  # noqa: E402
+from stabsim.twin import extend_with_replacements  # noqa: E402
+
+C_SOURCE = HERE / "c" / "twin_p1.c"
+ALGORITHM = "p1_alg1"
+LOSS = "auc_hinge"
+PROBLEM = "auc_noisy"      # 10% label noise: the hinge stays active on a good share of the pairs
+N = 1000                   # examples in S
+ETA = 0.01                 # constant step size
+RADIUS = 10.0              # l2-ball radius: rarely active (the share of active projections is reported)
+SEED = 0
+REPLICATE = 0              # replicate id of the single-replicate runs (and of the C/naive runs)
+NEIGHBOUR = "flip"         # S' = S with the label of a random example k flipped
+DIMS = (10, 100)
+CONSTRAINTS = (("l2", RADIUS), "none")
+
+TARGETS = {"naive_over_kernel_d10": 150.0, "kernel_over_c": 1.3, "speedup_2_threads": 1.8}
+
+
+# ---------------------------------------------------------------------------------------
+# machine / load
+
+def machine_info() -> dict:
+    cpu = platform.processor() or platform.machine()
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            info = fh.read()
+        m = re.search(r"^model name\s*:\s*(.+)$", info, re.M)
+        cpu = m.group(1).strip() if m else cpu
+        m = re.search(r"^flags\s*:\s*(.+)$", info, re.M)
+        flags = m.group(1) if m else ""
+    except OSError:
+        pass
+    simd = [f for f in ("sse4_2", "avx", "avx2", "fma", "avx512f") if f" {f} " in f" {flags} "]
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = None
+    gcc = shutil.which("gcc")
+    gcc_version = None
+    if gcc:
+        gcc_version = subprocess.run([gcc, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    return {
+        "cpu_model": cpu, "simd": simd, "logical_cores": os.cpu_count(), "usable_cores": affinity,
+        "platform": platform.platform(), "python": platform.python_version(),
+        "numpy": np.__version__, "numba": numba.__version__, "stabsim": stabsim.__version__,
+        "numba_max_threads": numba.config.NUMBA_NUM_THREADS, "gcc": gcc_version,
+    }
+
+
+def load_now() -> dict:
+    up = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip() if shutil.which("uptime") else ""
+    try:
+        with open("/proc/loadavg") as fh:
+            la = [float(x) for x in fh.read().split()[:3]]
+    except OSError:
+        la = list(os.getloadavg())
+    return {"uptime": up, "loadavg_1_5_15": la, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+
+
+def best_of(fn, repeat: int) -> tuple[float, list[float]]:
+    """Minimum wall time of ``repeat`` calls of fn (the least disturbed run on a shared machine)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), times
+
+
+# ---------------------------------------------------------------------------------------
+# the three implementations
+
+def data(d: int):
+    X, y = make_problem(PROBLEM, d=d).sample(N, seed=SEED)
+    return np.ascontiguousarray(X), np.ascontiguousarray(y)
+
+
+def kernel_run(X, y, T, R, constraint, record_outputs=False):
+    return run_twin(X, y, algorithm=ALGORITHM, loss=LOSS, constraint=constraint, eta=ETA, T=T,
+                    replicates=R, seed=SEED, neighbour=NEIGHBOUR, record_outputs=record_outputs)
+
+
+def neighbour_arrays(X, y):
+    """S extended with the replacement row exactly as run_twin builds it for replicate 0."""
+    reps = np.array([REPLICATE], dtype=np.int64)
+    kidx, xrep, yrep = make_neighbours(as_neighbour(NEIGHBOUR), X[None], y[None], reps, SEED)
+    Xext, Yext, krows = extend_with_replacements(X[None], y[None], xrep, yrep)
+    return Xext[0], Yext[0], int(kidx[0]), int(krows[0])
+
+
+def indices(T: int) -> np.ndarray:
+    """i_0..i_T of replicate 0: the same counter-based draws as the kernel (stabsim.rng.randint)."""
+    u = rng.uniforms(SEED, REPLICATE, rng.STREAM_INDEX, T + 1)
+    return np.minimum((u * N).astype(np.int64), N - 1)
+
+
+def naive_twin(X, y, Xp, yp, idx, eta, T, radius):
+    """The twin run as a paper's author would write it: NumPy vector ops per step.
+
+    The index sequence is drawn up front (in one vectorised call, like rng.integers(n, T + 1)),
+    so the loop is charged only for the steps themselves.  Returns (||w_T - w'_T||,
+    ||out - out'||, sum of losses on S).
+    """
+    d = X.shape[1]
+    w = np.zeros(d); wp = np.zeros(d)
+    w2 = w.copy(); w2p = wp.copy()
+    acc = np.zeros(d); accp = np.zeros(d)
+    wsum = 0.0
+    lsum = 0.0
+    for t in range(1, T + 1):
+        i, j = idx[t], idx[t - 1]
+        # run on S
+        g = np.zeros(d)
+        c = 0.5 * (y[i] - y[j])
+        if c != 0.0:
+            diff = X[i] - X[j]
+            m = c * np.dot(w, diff)
+            if m < 1.0:
+                g = -c * diff
+                lsum += 1.0 - m
+        # run on S'
+        gp = np.zeros(d)
+        c = 0.5 * (yp[i] - yp[j])
+        if c != 0.0:
+            diff = Xp[i] - Xp[j]
+            m = c * np.dot(wp, diff)
+            if m < 1.0:
+                gp = -c * diff
+        wn = w - eta * g
+        wnp = wp - eta * gp
+        if radius is not None:
+            nrm = np.linalg.norm(wn)
+            if nrm > radius:
+                wn = wn * (radius / nrm)
+            nrm = np.linalg.norm(wnp)
+            if nrm > radius:
+                wnp = wnp * (radius / nrm)
+        acc += eta * w2          # output: sum_t eta_t w_{t-2} / sum_t eta_t
+        accp += eta * w2p
+        wsum += eta
+        w2, w2p = w, wp
+        w, wp = wn, wnp
+    return (float(np.linalg.norm(w - wp)), float(np.linalg.norm((acc - accp) / wsum)), lsum)
+
+
+class CLoop:
+    """benchmarks/c/twin_p1.c compiled into a temporary directory and called through ctypes."""
+
+    def __init__(self, tmpdir: str, flags: list[str], tag: str):
+        self.flags = flags
+        so = Path(tmpdir) / f"libtwin_p1_{tag}.so"
+        cmd = ["gcc", *flags, "-shared", "-fPIC", "-o", str(so), str(C_SOURCE), "-lm"]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        self.cmd = " ".join(cmd)
+        lib = ctypes.CDLL(str(so))
+        f = lib.twin_p1
+        P = ctypes.c_void_p
+        i64, u64 = ctypes.c_int64, ctypes.c_uint64
+        f.argtypes = [P, P, i64, i64, i64, i64, u64, u64, u64, P, P, i64, ctypes.c_int, ctypes.c_double, P, P, P]
+        f.restype = ctypes.c_int
+        self.fn = f
+        lib.stream_key.argtypes = [u64, u64, u64]
+        lib.stream_key.restype = u64
+        self.stream_key = lib.stream_key
+
+    def run(self, Xext, Yext, k, krow, T, radius):
+        d = Xext.shape[1]
+        etas = np.full(T + 1, ETA); etas[0] = np.nan
+        omegas = etas.copy()
+        w0 = np.zeros(d)
+        out = np.zeros(4 * d)
+        stats = np.zeros(6)
+        ptr = lambda a: a.ctypes.data  # noqa: E731
+        rc = self.fn(ptr(Xext), ptr(Yext), N, d, k, krow, SEED, REPLICATE, rng.STREAM_INDEX,
+                     ptr(etas), ptr(omegas), T, int(radius is not None),
+                     float(radius if radius is not None else math.inf), ptr(w0), ptr(out), ptr(stats))
+        if rc != 0:
+            raise MemoryError("twin_p1: out of memory")
+        return stats, out
+
+
+# ---------------------------------------------------------------------------------------
+
+def cname(constraint) -> str:
+    return "none" if constraint == "none" else f"l2:{constraint[1]:g}"
+
+
+def close(a, b, tol=1e-9) -> bool:
+    return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+
+
+def main(argv=None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="T = 10^5 instead of 10^6 (and a shorter thread test)")
+    ap.add_argument("--out", default=None, help="write the results as JSON to this file")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement; the minimum is reported")
+    ap.add_argument("--naive-steps", type=int, default=20_000, help="steps timed for the naive NumPy loop")
+    args = ap.parse_args(argv)
+    T = 10 ** 5 if args.quick else 10 ** 6
+    T_threads, R_threads = (10 ** 3, 1000) if args.quick else (10 ** 4, 1000)
+    Tn = min(args.naive_steps, T)
+    rep = max(1, args.repeat)
+
+    info = machine_info()
+    load_before = load_now()
+    print(f"stabsim {info['stabsim']}  numba {info['numba']}  numpy {info['numpy']}  python {info['python']}")
+    print(f"CPU: {info['cpu_model']}  ({info['logical_cores']} logical cores, SIMD {', '.join(info['simd'])})")
+    print(f"load: {load_before['uptime']}")
+    print(f"{ALGORITHM}, {LOSS}, {PROBLEM} n={N}, eta={ETA}, neighbour={NEIGHBOUR}; T={T:,}; "
+          f"min of {rep} runs; ns per twin step (one step on S + one on S')\n")
+
+    tmp = tempfile.TemporaryDirectory(prefix="stabsim_bench_")
+    cloops = {}
+    c_skip = None
+    if shutil.which("gcc") is None:
+        c_skip = "gcc not found: the C loop is skipped"
+        print(c_skip)
+    else:
+        try:
+            base = ["-O3", "-march=native"]
+            cloops["c"] = CLoop(tmp.name, base + ["-ffp-contract=off"], "nofma")
+            cloops["c_fma"] = CLoop(tmp.name, base, "default")
+            key_c = int(cloops["c"].stream_key(SEED, REPLICATE, rng.STREAM_INDEX))
+            if key_c != int(rng.key(SEED, REPLICATE, rng.STREAM_INDEX)):
+                raise RuntimeError("the C stream_key differs from stabsim.rng.key")
+        except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
+            c_skip = f"C loop skipped: {getattr(exc, 'stderr', '') or exc}"
+            cloops = {}
+            print(c_skip)
+
+    numba.set_num_threads(1)
+    rows = []
+    for d in DIMS:
+        X, y = data(d)
+        Xext, Yext, k, krow = neighbour_arrays(X, y)
+        Xp = Xext[:N].copy(); yp = Yext[:N].copy()
+        Xp[k] = Xext[krow]; yp[k] = Yext[krow]
+        idx = indices(Tn)
+        for cons in CONSTRAINTS:
+            radius = None if cons == "none" else cons[1]
+            row = {"d": d, "constraint": cname(cons), "T": T}
+            # --- numba kernel via run_twin, 1 thread, warm (compiled / loaded from cache) first
+            kernel_run(X, y, 100, 1, cons)
+            overhead, _ = best_of(lambda: kernel_run(X, y, 1, 1, cons), rep)
+            row["run_twin_overhead_s"] = overhead
+            for R in (1, 8):
+                best, times = best_of(lambda: kernel_run(X, y, T, R, cons), rep)
+                row[f"kernel_R{R}_ns"] = best / (T * R) * 1e9
+                row[f"kernel_R{R}_times_s"] = times
+            ds = kernel_run(X, y, T, 1, cons)
+            kres = (float(ds.dist_iterate[0, -1]), float(ds.dist_output[0, -1]), float(ds.loss_path[0, -1]))
+            row["kernel_final"] = dict(zip(("dist_iterate", "dist_output", "loss_path"), kres))
+            # --- naive NumPy loop on Tn steps
+            best, times = best_of(lambda: naive_twin(X, y, Xp, yp, idx, ETA, Tn, radius), rep)
+            row["naive_steps"] = Tn
+            row["naive_ns"] = best / Tn * 1e9
+            row["naive_times_s"] = times
+            nres = naive_twin(X, y, Xp, yp, idx, ETA, Tn, radius)
+            dsn = kernel_run(X, y, Tn, 1, cons)
+            kn = (float(dsn.dist_iterate[0, -1]), float(dsn.dist_output[0, -1]), float(dsn.loss_path[0, -1]))
+            row["naive_matches_kernel"] = all(close(a, b) for a, b in zip(nres, kn))
+            row["naive_final"] = dict(zip(("dist_iterate", "dist_output", "loss_path"), nres))
+            # --- C loop
+            for tag, cl in cloops.items():
+                best, times = best_of(lambda: cl.run(Xext, Yext, k, krow, T, radius), rep)
+                row[f"{tag}_ns"] = best / T * 1e9
+                row[f"{tag}_times_s"] = times
+                stats, _ = cl.run(Xext, Yext, k, krow, T, radius)
+                cres = (stats[0], stats[1], stats[2])
+                row[f"{tag}_final"] = dict(zip(("dist_iterate", "dist_output", "loss_path"), map(float, cres)))
+                row[f"{tag}_max_abs_diff"] = max(abs(a - b) for a, b in zip(cres, kres))
+                row[f"{tag}_matches_kernel"] = all(close(a, b) for a, b in zip(cres, kres))
+                if tag == "c":
+                    row["projection_active_share"] = stats[4] / (2 * T) if radius is not None else 0.0
+                    row["hinge_active_share"] = stats[5] / T
+            row["naive_over_kernel"] = row["naive_ns"] / row["kernel_R1_ns"]
+            if "c_ns" in row:
+                row["kernel_over_c"] = row["kernel_R1_ns"] / row["c_ns"]
+            rows.append(row)
+            print(f"  d={d:<3} {row['constraint']:<6} kernel {row['kernel_R1_ns']:7.1f} / {row['kernel_R8_ns']:7.1f} ns"
+                  f"  naive {row['naive_ns']:9.0f} ns" + (f"  C {row['c_ns']:6.1f} ns" if "c_ns" in row else ""),
+                  flush=True)
+
+    # --- threads: 1000 replicates, shorter T
+    X, y = data(10)
+    cons = CONSTRAINTS[0]
+    thr = {"d": 10, "constraint": cname(cons), "T": T_threads, "R": R_threads}
+    for nt in (1, 2):
+        if nt > numba.config.NUMBA_NUM_THREADS:
+            thr[f"threads{nt}_s"] = None
+            continue
+        numba.set_num_threads(nt)
+        kernel_run(X, y, 10, 4, cons)
+        best, times = best_of(lambda: kernel_run(X, y, T_threads, R_threads, cons), rep)
+        thr[f"threads{nt}_s"] = best
+        thr[f"threads{nt}_times_s"] = times
+        thr[f"threads{nt}_ns_per_twin_step"] = best / (T_threads * R_threads) * 1e9
+    numba.set_num_threads(1)
+    thr["speedup_2_threads"] = (thr["threads1_s"] / thr["threads2_s"]) if thr.get("threads2_s") else None
+    thr["threading_layer"] = numba.threading_layer()
+    load_after = load_now()
+
+    # --- table
+    print("\nns per twin step (min of %d)" % rep)
+    hdr = (f"{'d':>4} {'constraint':>10} {'kernel R=1':>11} {'kernel R=8':>11} {'naive NumPy':>12} "
+           f"{'C':>8} {'C (FMA)':>8} {'naive/kern':>11} {'kern/C':>7} {'C = kernel':>11}")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in rows:
+        c = f"{r['c_ns']:8.1f}" if "c_ns" in r else f"{'-':>8}"
+        cf = f"{r['c_fma_ns']:8.1f}" if "c_fma_ns" in r else f"{'-':>8}"
+        kc = f"{r['kernel_over_c']:7.2f}" if "kernel_over_c" in r else f"{'-':>7}"
+        m = ("yes" if r["c_matches_kernel"] else "NO") if "c_matches_kernel" in r else "-"
+        print(f"{r['d']:>4} {r['constraint']:>10} {r['kernel_R1_ns']:11.1f} {r['kernel_R8_ns']:11.1f} "
+              f"{r['naive_ns']:12.0f} {c} {cf} {r['naive_over_kernel']:10.0f}x {kc} {m:>11}")
+    print(f"\nthreads: R={R_threads}, T={T_threads:,}, d=10, {thr['constraint']}: "
+          f"1 thread {thr['threads1_s']:.3f} s, 2 threads "
+          + (f"{thr['threads2_s']:.3f} s -> speed-up {thr['speedup_2_threads']:.2f}x" if thr.get("threads2_s")
+             else "n/a (numba has 1 thread)") + f"  [{thr['threading_layer']}]")
+    for r in rows:
+        if "c_matches_kernel" in r:
+            print(f"C loop vs kernel, d={r['d']} {r['constraint']}: final ||w_T - w'_T|| "
+                  f"C {r['c_final']['dist_iterate']:.15g} kernel {r['kernel_final']['dist_iterate']:.15g} -> "
+                  f"{'MATCH' if r['c_matches_kernel'] else 'MISMATCH'} (max |diff| {r['c_max_abs_diff']:.2e}; "
+                  f"FMA build {'matches' if r['c_fma_matches_kernel'] else 'differs'}, {r['c_fma_max_abs_diff']:.1e}); "
+                  f"projection active {100 * r['projection_active_share']:.2f}% of projections, "
+                  f"hinge active {100 * r['hinge_active_share']:.0f}% of steps")
+    print("naive loop matches kernel (first %d steps, all cases): %s"
+          % (Tn, all(r["naive_matches_kernel"] for r in rows)))
+    if c_skip:
+        print(c_skip)
+
+    d10 = [r for r in rows if r["d"] == 10]
+    verdict = {
+        "naive_over_kernel_d10": min(r["naive_over_kernel"] for r in d10),
+        "kernel_over_c": max((r["kernel_over_c"] for r in rows if "kernel_over_c" in r), default=None),
+        "speedup_2_threads": thr["speedup_2_threads"],
+    }
+    met = {
+        "naive_over_kernel_d10": verdict["naive_over_kernel_d10"] >= TARGETS["naive_over_kernel_d10"],
+        "kernel_over_c": None if verdict["kernel_over_c"] is None else verdict["kernel_over_c"] <= TARGETS["kernel_over_c"],
+        "speedup_2_threads": None if verdict["speedup_2_threads"] is None
+        else verdict["speedup_2_threads"] >= TARGETS["speedup_2_threads"],
+    }
+    print("\ntargets (reported, not asserted):")
+    print(f"  kernel >= {TARGETS['naive_over_kernel_d10']:.0f}x faster than naive at d=10: "
+          f"{verdict['naive_over_kernel_d10']:.0f}x -> {'met' if met['naive_over_kernel_d10'] else 'NOT met'}")
+    if verdict["kernel_over_c"] is not None:
+        print(f"  kernel within {TARGETS['kernel_over_c']}x of C (worst case): {verdict['kernel_over_c']:.2f}x -> "
+              f"{'met' if met['kernel_over_c'] else 'NOT met'}")
+    if verdict["speedup_2_threads"] is not None:
+        print(f"  2-thread speed-up >= {TARGETS['speedup_2_threads']}x: {verdict['speedup_2_threads']:.2f}x -> "
+              f"{'met' if met['speedup_2_threads'] else 'NOT met'}")
+    print(f"load after: {load_after['uptime']}")
+
+    result = {
+        "benchmark": "bench_twin", "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "config": {"algorithm": ALGORITHM, "loss": LOSS, "problem": PROBLEM, "n": N, "eta": ETA,
+                   "radius": RADIUS, "seed": SEED, "neighbour": NEIGHBOUR, "T": T, "repeat": rep,
+                   "naive_steps": Tn, "threads_T": T_threads, "threads_R": R_threads, "quick": args.quick,
+                   "unit": "ns per twin step (one step on S and one on S'), minimum over repeats"},
+        "machine": info, "load_before": load_before, "load_after": load_after,
+        "c_build": {tag: cl.cmd.replace(tmp.name, "$TMP") for tag, cl in cloops.items()} or c_skip,
+        "rows": rows, "threads": thr, "targets": TARGETS, "achieved": verdict, "target_met": met,
+    }
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2, default=float) + "\n")
+        print(f"wrote {out}")
+    tmp.cleanup()
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""The ``stabsim`` command line.
+
+::
+
+    stabsim list [--studies DIR]
+    stabsim run STUDY... [--quick | --profile NAME] [--out DIR] [--seed N]
+                         [--scheduler ADDR] [--force] [--keep-chunks] [--no-progress]
+    stabsim report [DIR]
+    stabsim audit ...
+
+``STUDY`` is a study id (``[study] id`` or the file name without ``.toml``) found in the
+studies folder, a path to a ``.toml`` file, or ``suite`` (every study with
+``[study] suite = true``).  The studies folder is ``--studies DIR``, else
+``$STABSIM_STUDIES``, else the repository's ``studies/`` next to the package (a source
+checkout), else the package data folder ``stabsim/data/studies``
+(``stabsim.study.default_studies_dir``).
+
+``--scheduler``: ``local`` (default: in-process, numba threads parallelise inside a chunk),
+``local:N`` (a dask LocalCluster with N worker processes) or ``tcp://host:port`` (an
+existing dask cluster).  Results are bit-identical in every mode.  An interrupted run
+(Ctrl-C, kill) keeps its finished chunks: run the same command again to resume.
+
+Bad input ends with a one-line ``stabsim: error: ...`` and exit status 2 (set
+``STABSIM_DEBUG=1`` for a traceback); Ctrl-C exits with status 130.
+
+Hooks for other modules: ``stabsim report`` calls ``stabsim.report.report(out_dir)`` when
+that module exists (else the placeholder ``report`` below); ``stabsim audit ARGS`` calls
+``stabsim.privacy.audit_runner.main(ARGS)`` when that module exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import shlex
+import sys
+import tomllib
+from pathlib import Path
+
+from .study import (StudyError, default_studies_dir, load_study, run_studies, study_index,
+                    _hint)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, no usage block
+        self.exit(2, f"stabsim: error: {message} (see '{self.prog} --help')\n")
+
+
+class CLIError(Exception):
+    pass
+
+
+# ---- list ---------------------------------------------------------------------------------
+
+def _studies_dir(args) -> Path:
+    return Path(args.studies) if args.studies else default_studies_dir()
+
+
+def cmd_list(args) -> int:
+    d = _studies_dir(args)
+    index = study_index(d)
+    if not index:
+        print(f"no studies (*.toml) in {d}")
+        return 0
+    w = max(len(e["id"]) for e in index)
+    for e in index:
+        desc = f"(unreadable: {e['error']})" if e["error"] else e["description"]
+        tag = " [suite]" if e["suite"] else ""
+        print(f"{e['id']:<{w}}  {desc}{tag}")
+    return 0
+
+
+# ---- run ----------------------------------------------------------------------------------
+
+def resolve_studies(names, studies_dir: Path) -> list[Path]:
+    """Study ids / paths / ``suite`` -> study file paths (in the order given, no duplicates)."""
+    index = None
+    out = []
+    for name in names:
+        p = Path(name)
+        if name.endswith(".toml") or os.sep in name or p.is_file():
+            if not p.is_file():
+                raise CLIError(f"study file {name!r} not found")
+            paths = [p]
+        else:
+            if index is None:
+                index = study_index(studies_dir)
+            if name == "suite":
+                paths = [e["path"] for e in index if e["suite"]]
+                if not paths:
+                    raise CLIError(f"no study in {studies_dir} has [study] suite = true")
+            else:
+                paths = [e["path"] for e in index if e["id"] == name or e["path"].stem == name]
+                if not paths:
+                    known = sorted({e["id"] for e in index})
+                    raise CLIError(f"unknown study {name!r}.{_hint(name, known)} Studies in {studies_dir}: "
+                                   f"{', '.join(known) or 'none'} (or give a path to a .toml file)")
+                paths = paths[:1]
+        for q in paths:
+            if q.resolve() not in [r.resolve() for r in out]:
+                out.append(q)
+    return out
+
+
+def cmd_run(args) -> int:
+    paths = resolve_studies(args.study, _studies_dir(args))
+    profile = "quick" if args.quick else args.profile
+    specs = [load_study(p, profile, seed=args.seed) for p in paths]  # validate all before running any
+    ids = [s.id for s in specs]
+    dup = {i for i in ids if ids.count(i) > 1}
+    if dup:
+        raise CLIError(f"two study files have the same id {sorted(dup)[0]!r}; ids name the output directories")
+    hint = "run the same command again: " + shlex.join(["stabsim", *sys.argv[1:]]) if sys.argv[1:2] == ["run"] \
+        else "run the same command again"
+    results = run_studies(specs, args.out, scheduler=args.scheduler, force=args.force,
+                          progress=not args.no_progress, keep_chunks=args.keep_chunks, resume_hint=hint)
+    for r in results:
+        print(r.summary())
+    return 0
+
+
+# ---- report (placeholder) -------------------------------------------------------------------
+
+def report(out_dir) -> str:
+    """Placeholder report: the studies in ``out_dir`` and the state of their results.
+
+    The real report (figures, bound overlays, verdicts, summary.md) will replace this:
+    define ``stabsim.report.report(out_dir)`` and ``stabsim report`` uses it.
+    """
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir():
+        return f"no results: {out_dir} does not exist"
+    lines = []
+    for d in sorted(p for p in out_dir.iterdir() if (p / "study.json").is_file()):
+        try:
+            m = json.loads((d / "study.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            lines.append(f"{d.name}: unreadable study.json")
+            continue
+        data = d / "data.nc"
+        if data.is_file():
+            state = f"finished: {data} ({data.stat().st_size / 1e6:.2f} MB)"
+        else:
+            done = len(list((d / "chunks").glob("*.nc"))) if (d / "chunks").is_dir() else 0
+            state = f"incomplete: {done} of {m.get('n_chunks', '?')} chunks (resume with stabsim run)"
+        prof = f", profile {m['profile']}" if m.get("profile") else ""
+        lines.append(f"{m.get('study_id', d.name)} ({m.get('kind', '?')}{prof}, seed {m.get('seed')}): {state}")
+    return "\n".join(lines) if lines else f"no study results in {out_dir}"
+
+
+def cmd_report(args) -> int:
+    fn = report
+    try:
+        fn = importlib.import_module("stabsim.report").report
+    except ModuleNotFoundError as e:
+        if e.name not in ("stabsim.report",):
+            raise
+    print(fn(args.dir))
+    return 0
+
+
+# ---- audit (hook) -------------------------------------------------------------------------------
+
+def cmd_audit(args) -> int:
+    try:
+        mod = importlib.import_module("stabsim.privacy.audit_runner")
+    except ModuleNotFoundError as e:
+        if e.name != "stabsim.privacy.audit_runner":
+            raise
+        print("stabsim: error: 'stabsim audit' is provided by stabsim.privacy.audit_runner, which is not "
+              "available in this installation", file=sys.stderr)
+        return 2
+    return int(mod.main(args.args) or 0)
+
+
+# ---- main ---------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="stabsim", description="Twin-trajectory simulations that check learning-theory bounds.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+
+    sp = sub.add_parser("list", help="list the studies (id and description)")
+    sp.add_argument("--studies", metavar="DIR", help="folder of study files (default: see stabsim --help)")
+    sp.set_defaults(func=cmd_list)
+
+    sp = sub.add_parser("run", help="run studies (resumes an interrupted run)")
+    sp.add_argument("study", nargs="+", metavar="STUDY", help="study id, path to a .toml file, or 'suite'")
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="use the study's [profiles.quick]")
+    g.add_argument("--profile", metavar="NAME", help="use [profiles.NAME] (default: 'full' when defined)")
+    sp.add_argument("--out", default="out", metavar="DIR", help="output folder (default: ./out)")
+    sp.add_argument("--seed", type=int, metavar="N", help="override [study] seed")
+    sp.add_argument("--scheduler", default="local", metavar="ADDR",
+                    help="'local' (in-process, default), 'local:N' (dask LocalCluster, N workers) or tcp://host:port")
+    sp.add_argument("--force", action="store_true",
+                    help="replace the results of a different study in the output directory")
+    sp.add_argument("--keep-chunks", action="store_true", help="keep chunks/ after data.nc is written")
+    sp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sp.add_argument("--studies", metavar="DIR", help="folder of study files for ids and 'suite'")
+    sp.set_defaults(func=cmd_run)
+
+    sp = sub.add_parser("report", help="summarise finished studies (placeholder)")
+    sp.add_argument("dir", nargs="?", default="out", help="output folder (default: ./out)")
+    sp.set_defaults(func=cmd_report)
+
+    sp = sub.add_parser("audit", help="empirical privacy audit (provided by stabsim.privacy.audit_runner)",
+                        add_help=False)
+    sp.add_argument("args", nargs=argparse.REMAINDER)
+    sp.set_defaults(func=cmd_audit)
+    return p
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["audit"]:  # everything after 'audit' belongs to the audit runner
+        return cmd_audit(argparse.Namespace(args=argv[1:]))
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        return 130
+    except (StudyError, CLIError, OSError, tomllib.TOMLDecodeError) as e:
+        if os.environ.get("STABSIM_DEBUG"):
+            raise
+        msg = " ".join(str(e).split("\n"))
+        print(f"stabsim: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

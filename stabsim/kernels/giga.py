@@ -1,0 +1,256 @@
+"""P3's pairwise GIGA (Huai et al., AAAI 2020, Algs 1-4) as a twin-trajectory kernel.
+
+One pass over the data stream z_1, ..., z_n (``perms[r]`` gives the order of replicate r:
+position t-1 holds the data index of z_t), run on S and on its neighbour S' in lockstep:
+
+* t = 1..T_1 (burn-in): w_t is a random, data-independent point of C (the same point on S
+  and S'; uniform in the ball, see ``_ball_point``).
+* t = T_1+1..n (Pairwise GIGA, Alg. 1 steps 9-11):
+      eta_t = ((t-1)/(t-2)) 2/(alpha t)
+      w_t   = Pi_C[ w_{t-1} - eta_t grad Lhat_t(w_{t-1}) ],
+      Lhat_t(w) = (1/(t-1)) sum_{i<t} l~(w; z_t, z_i),  l~ = l + (alpha/2)||w - c||^2
+  (c = ``centers[r]``; the regulariser makes the loss alpha-strongly convex: the
+  experiments' (lambda/2)||w||^2 for the StrC variants, Alg. 2/4's (alpha/2)||w - w_0||^2 for
+  the convex ones; its gradient alpha (w - c) is the same for every pair).
+* ``online`` (Algs 1/2): every t > T_1 releases Pi_C(w_t + n_t), n_t ~ N(0, sigma_t^2 I),
+  sigma_t = ``sig_coef`` / t; releases t <= T_1 are the random points themselves.  The
+  internal state stays the noise-free w_t (CATALOGUE P3 A, "state ambiguity").  Final
+  output: the online-to-batch average of the released w_1..w_{n-1} (P3 Thm 4).
+* offline (Algs 3/4): w~ = (w_1 + ... + w_n)/n (burn-in points included), final output
+  Pi_C(w~ + sigma_off u), u ~ N(0, I).
+
+Random streams (counter-based, ``stabsim.rng``), per replicate:
+``STREAM_BURNIN`` (8) random points of C: point j (j = 1..T_1 burn-in; j = 0 the random
+regulariser centre of OnPairC, drawn on the Python side with the same function) uses the
+normal counters j(p+1) .. j(p+1)+p-1 for its direction and the uniform counter
+2(j(p+1)+p) for its radius.  ``STREAM_NOISE``: release noise of the run on S, normal counters
+t p + c (online, release t) and (n+1) p + c (offline output); the run on S' uses the same
+numbers unless ``indep_noise`` (then ``STREAM_NOISE_PRIME``, same counters).  The burn-in
+points are data independent and always shared.
+
+Recorded at each checkpoint t (``rec[r, c, :]``, t in 1..n):
+0  ||w_t - w'_t||  (noise-free GIGA iterates; compare with Lemma 4's 8G/(alpha t))
+1  ||released_t - released'_t||  (online; offline: = column 0)
+2  sum_{s=2}^t Lhat_s(v_{s-1}) with the loss l, run on S, where v is the point "played":
+   the released point (online) or the internal iterate (offline)  -- the regret path (4)
+3  the same with the surrogate l~ (l + (alpha/2)||w - c||^2)
+``outs[r, c, run, :]``: the released point (online) / internal iterate (offline) at t;
+``final[r, 0, run, :]``: the non-private average (w_1..w_{n-1} online, w_1..w_n offline);
+``final[r, 1, run, :]``: the private output.  Nothing is allocated inside the step loop.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from ..constraints import project
+from ..losses import pair_loss_grad
+from ..rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
+
+#: stream of P3's random points of C (burn-in points, OnPairC's random w_0); not in rng.py's list
+STREAM_BURNIN = 8
+N_REC_GIGA = 4
+
+
+@njit(cache=True)
+def ball_point(key, j, p, md, radius, out):
+    """Random point number ``j`` of the ball {||w|| <= radius} (uniform), written into ``out``.
+
+    Vector parameters: uniform in the l2 ball of R^p.  Matrix parameters (md > 0, p = md^2):
+    uniform in the Frobenius ball of the *symmetric* matrices (the symmetrised Gaussian
+    (A + A^T)/2 is isotropic there; dimension md(md+1)/2 for the radius law).
+    """
+    base = j * (p + 1)
+    for c in range(p):
+        out[c] = normal(key, base + c)
+    m = p
+    if md > 0:
+        m = md * (md + 1) // 2
+        for a in range(md):
+            for b in range(a + 1, md):
+                v = 0.5 * (out[a * md + b] + out[b * md + a])
+                out[a * md + b] = v
+                out[b * md + a] = v
+    s = 0.0
+    for c in range(p):
+        s += out[c] * out[c]
+    u = uniform(key, 2 * (base + p))
+    f = radius * u ** (1.0 / m) / math.sqrt(s) if s > 0.0 else 0.0
+    for c in range(p):
+        out[c] *= f
+
+
+@njit(cache=True, inline="always")
+def _row(i, prime, k, krow):
+    if prime and i == k:
+        return krow
+    return i
+
+
+@njit(cache=True, inline="always")
+def _lhat(form, phi, q, w, Xs, Ys, order, t, prime, k, krow, scale, g, dx):
+    """(1/(t-1)) sum_{s<t} l(w; z_t, z_s) over the stream order (t is 1-based); adds
+    scale * its gradient into g.  Returns the average loss (without the regulariser)."""
+    a = _row(order[t - 1], prime, k, krow)
+    tot = 0.0
+    sc = scale / (t - 1.0)
+    for s in range(t - 1):
+        b = _row(order[s], prime, k, krow)
+        tot += pair_loss_grad(form, phi, q, w, Xs, a, Ys[a], b, Ys[b], sc, g, dx)
+    return tot / (t - 1.0)
+
+
+@njit(cache=True, inline="always")
+def _reg(w, cen, alpha):
+    s = 0.0
+    for c in range(w.shape[0]):
+        e = w[c] - cen[c]
+        s += e * e
+    return 0.5 * alpha * s
+
+
+@njit(cache=True, inline="always")
+def _dist(a, b):
+    s = 0.0
+    for c in range(a.shape[0]):
+        e = a[c] - b[c]
+        s += e * e
+    return math.sqrt(s)
+
+
+@njit(cache=True, parallel=True)
+def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md,
+                alpha, T1, online, sig_coef, sigma_off, indep_noise, centers,
+                ckpts, rec, rec_out, outs, final):
+    """Run R coupled replicates of P3's (private) pairwise GIGA; see the module docstring.
+
+    X (1, n + m, d), Y (1, n + m): the n rows of S then m replacement rows; S' replaces data
+    index kidx[r] by row krows[r] (kidx[r] = -1: S' = S).  perms (R, n): stream order.
+    centers (R, p): regulariser centres.  ckpts (C,): increasing steps in 1..n.
+    rec (R, C, N_REC_GIGA); outs (R, C, 2, p) when rec_out; final (R, 2, 2, p).
+    """
+    R = centers.shape[0]
+    p = centers.shape[1]
+    n = perms.shape[1]
+    d = X.shape[2]
+    C = ckpts.shape[0]
+    Xs = X[0]
+    Ys = Y[0]
+    for r in prange(R):
+        k = kidx[r]
+        krow = krows[r]
+        order = perms[r]
+        cen = centers[r]
+        key_b = stream_key(seed, reps[r], STREAM_BURNIN)
+        key_n = stream_key(seed, reps[r], STREAM_NOISE)
+        key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME) if indep_noise else key_n
+        w = np.zeros(p)        # w_{t-1}, then w_t (noise-free state) on S
+        wp = np.zeros(p)       # same on S'
+        v = np.zeros(p)        # point played at t-1 (released online / internal offline) on S
+        vp = np.zeros(p)
+        rel = np.zeros(p)      # release at t (online)
+        relp = np.zeros(p)
+        g = np.empty(p)
+        gp = np.empty(p)
+        gdummy = np.zeros(p)
+        acc = np.zeros(p)      # non-private average
+        accp = np.zeros(p)
+        racc = np.zeros(p)     # average of releases (online)
+        raccp = np.zeros(p)
+        dx = np.empty(d)
+        A = np.empty((md, md))
+        V = np.empty((md, md))
+        lam = np.empty(md)
+        tmp = np.empty(md)
+        lsum = 0.0
+        lsum_reg = 0.0
+        ci = 0
+        for t in range(1, n + 1):
+            # penalty Lhat_t(v_{t-1}, D_t), incurred for t >= 2 (run on S)
+            if t >= 2:
+                fv = _lhat(form, phi, q, v, Xs, Ys, order, t, False, k, krow, 0.0, gdummy, dx)
+                lsum += fv
+                lsum_reg += fv + _reg(v, cen, alpha)
+            if t <= T1:
+                ball_point(key_b, t, p, md, radius, w)
+                for c in range(p):
+                    wp[c] = w[c]
+                    rel[c] = w[c]
+                    relp[c] = w[c]
+            else:
+                eta = (t - 1.0) / (t - 2.0) * 2.0 / (alpha * t)
+                for c in range(p):
+                    g[c] = alpha * (w[c] - cen[c])
+                    gp[c] = alpha * (wp[c] - cen[c])
+                _lhat(form, phi, q, w, Xs, Ys, order, t, False, k, krow, 1.0, g, dx)
+                _lhat(form, phi, q, wp, Xs, Ys, order, t, True, k, krow, 1.0, gp, dx)
+                for c in range(p):
+                    w[c] -= eta * g[c]
+                    wp[c] -= eta * gp[c]
+                project(ckind, radius, w, md, A, V, lam, tmp)
+                project(ckind, radius, wp, md, A, V, lam, tmp)
+                if online:
+                    sig = sig_coef / t
+                    for c in range(p):
+                        z = normal(key_n, t * p + c)
+                        rel[c] = w[c] + sig * z
+                        if indep_noise:
+                            z = normal(key_np, t * p + c)
+                        relp[c] = wp[c] + sig * z
+                    project(ckind, radius, rel, md, A, V, lam, tmp)
+                    project(ckind, radius, relp, md, A, V, lam, tmp)
+            # averages
+            if online:
+                if t <= n - 1:
+                    for c in range(p):
+                        acc[c] += w[c]
+                        accp[c] += wp[c]
+                        racc[c] += rel[c]
+                        raccp[c] += relp[c]
+            else:
+                for c in range(p):
+                    acc[c] += w[c]
+                    accp[c] += wp[c]
+            # the point played next
+            for c in range(p):
+                if online:
+                    v[c] = rel[c]
+                    vp[c] = relp[c]
+                else:
+                    v[c] = w[c]
+                    vp[c] = wp[c]
+            if ci < C and ckpts[ci] == t:
+                rec[r, ci, 0] = _dist(w, wp)
+                rec[r, ci, 1] = _dist(rel, relp) if online else rec[r, ci, 0]
+                rec[r, ci, 2] = lsum
+                rec[r, ci, 3] = lsum_reg
+                if rec_out:
+                    for c in range(p):
+                        outs[r, ci, 0, c] = v[c]
+                        outs[r, ci, 1, c] = vp[c]
+                ci += 1
+        # final outputs
+        if online:
+            m = n - 1.0
+            for c in range(p):
+                final[r, 0, 0, c] = acc[c] / m
+                final[r, 0, 1, c] = accp[c] / m
+                final[r, 1, 0, c] = racc[c] / m
+                final[r, 1, 1, c] = raccp[c] / m
+        else:
+            for c in range(p):
+                final[r, 0, 0, c] = acc[c] / n
+                final[r, 0, 1, c] = accp[c] / n
+                z = normal(key_n, (n + 1) * p + c)
+                rel[c] = acc[c] / n + sigma_off * z
+                if indep_noise:
+                    z = normal(key_np, (n + 1) * p + c)
+                relp[c] = accp[c] / n + sigma_off * z
+            project(ckind, radius, rel, md, A, V, lam, tmp)
+            project(ckind, radius, relp, md, A, V, lam, tmp)
+            for c in range(p):
+                final[r, 1, 0, c] = rel[c]
+                final[r, 1, 1, c] = relp[c]

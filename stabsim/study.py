@@ -1,0 +1,1265 @@
+"""Studies: a TOML file -> a validated grid of cells x replicate chunks -> a resumable run
+-> one ``data.nc``.
+
+>>> from stabsim.study import load_study, run_study
+>>> spec = load_study("studies/example_twin.toml", profile="quick")
+>>> result = run_study(spec, "out")                     # in-process (numba threads)
+>>> result = run_study(spec, "out", scheduler="local:2")  # dask LocalCluster, 2 workers
+>>> xr.open_dataset(result.data_path)
+
+Study file schema
+=================
+
+Every section and key is checked: an unknown one is an error with a "did you mean";
+a bad value is an error naming the section, the key, the value and what is allowed.
+
+``[study]``
+    ``id``            str, ``[A-Za-z0-9_.-]+``; default: the file name without ``.toml``.
+                      The output goes to ``OUT/<id>/``.
+    ``description``   str, one line (``stabsim list`` shows it).
+    ``kind``          str, a registered kind (default ``"twin"``; see "Kinds" below).
+    ``seed``          int >= 0 (default 0).  Every replicate is a pure function of
+                      (seed, replicate id); ``stabsim run --seed N`` overrides it.
+    ``replicates``    int >= 1 (default 100): replicate ids 0..replicates-1 in every cell.
+    ``chunk``         int >= 1 (default min(replicates, 64)): replicates per chunk, the unit
+                      of scheduling, persistence and resumption.
+    ``suite``         bool (default false): part of ``stabsim run suite``.
+
+``[data]`` (kind ``twin``)
+    ``problem``       a ``stabsim.synthetic`` problem (default ``"auc_separable"``).
+    ``d``             int >= 1 (default 10).  ``n`` int >= 2 (default 100).
+    ``per_replicate`` bool (default false): false = one data set per cell, drawn from
+                      (data seed, replicate 0); true = replicate r gets its own data set drawn
+                      from (data seed, r) (on-average stability).
+    ``seed``          int >= 0, the data seed (default: ``[study] seed``).
+    ``gamma``, ``rho``, ``pi``, ``flip``, ``kappa``: problem parameters, passed to
+                      ``make_problem`` (only the ones given; it rejects the ones a problem
+                      does not take).  ``gamma`` here is the class separation (> 0).
+
+``[algorithm]`` (kind ``twin``; the arguments of ``stabsim.run_twin``)
+    ``name``          algorithm (default ``"p1_alg1"``).  ``loss`` (default ``"auc_hinge"``).
+    ``constraint``    ``"none"`` (default), ``"psd"``, ``"l2:1.0"`` or ``["l2", 1.0]``.
+    ``eta``           step size: a number > 0 (constant), or a schedule ``"sqrt:0.5"`` /
+                      ``["sqrt", 0.5]`` (``constant``, ``sqrt``, ``strongly_convex``, ``pl``).
+    ``T``             int >= 1, number of steps (default 1000).
+    ``neighbour``     ``"flip"``, ``"farthest"`` (default), ``"fresh"`` or ``"same"``.
+    ``k``             index of the replaced example, int >= 0, or ``"random"`` (default).
+    ``sigma``         gradient noise >= 0 (default 0).  ``independent_noise`` bool.
+    ``buffer``        int >= 1 (FIFO algorithms).  ``output``: output rule.  ``q`` in (1, 2].
+    ``w0``            ``"zeros"`` (default) or ``"random"``.
+    ``checkpoints``   int >= 1: about that many log-spaced steps (default 30); or a list of
+                      steps in [1, T].  ``record_outputs`` bool: also keep A_t(S), A_t(S').
+
+``[sweep]``
+    ``AXIS = [v1, v2, ...]``: a non-empty list of distinct values for a ``[data]`` or
+    ``[algorithm]`` key (e.g. ``n``, ``d``, ``T``, ``eta``, ``sigma``, ``loss``, ``gamma``);
+    ``[algorithm] name`` is swept as ``algorithm``, ``[data] problem`` as ``problem`` and
+    ``[data] seed`` as ``data_seed``.  The grid is the cartesian product of the axes in file
+    order; each axis becomes a dimension of ``data.nc`` named after it.  A swept value
+    replaces the section's value in that cell.
+
+``[bounds]``
+    ``keys``          list of theory registry keys to overlay (checked with
+                      ``stabsim.theory.get``; unknown keys get a "did you mean").
+    ``gamma``, ``delta``  confidence levels in the open interval (0, 1); ``eps`` > 0: the
+                      parameters the bound curves are evaluated at.  Not part of the
+                      simulation (changing them does not change the fingerprint).
+
+``[profiles.NAME]``  (e.g. ``quick``, ``full``)
+    Tables mirroring the sections above whose keys override the base values, e.g.
+    ``[profiles.quick] study.replicates = 8`` or ``[profiles.quick.sweep] n = [50]``.
+    The profile is chosen with ``load_study(path, profile)`` / ``stabsim run --quick`` /
+    ``--profile NAME``; with none given, ``full`` is used when it exists, else the base.
+
+Kinds
+=====
+
+A kind turns one cell into raw per-replicate measurements::
+
+    from stabsim.study import Param, register_kind, twin_params, integer
+
+    @register_kind("my_kind", params=twin_params(algorithm={"m": Param("...", 5, integer(1))}),
+                   description="one line")
+    def my_cell(spec, cell, replicates):
+        p = spec.cell_params(cell)          # {"data": {...}, "algorithm": {...}, ...}
+        ...
+        return ds   # xarray.Dataset with dim "replicate" == replicates (+ anything else)
+
+Contract: the dataset's ``replicate`` coordinate equals ``replicates``; each replicate's
+values depend only on (spec, cell, replicate id) (use ``stabsim.rng`` streams keyed by the
+replicate id), so any chunking, thread count or scheduler gives bit-identical results; it
+holds only what measures need (values at checkpoints, not whole trajectories); variables
+that do not depend on the replicate are fine (they must agree between chunks); attrs are
+str/int/float.  ``params`` maps section names to ``{key: Param}`` (sections other than
+``study``, ``sweep``, ``bounds``, ``profiles`` are the kind's own); ``validate(spec)`` may
+check combinations (raise ``StudyError``).  Kinds used with dask must live in a module
+the workers can import.  The module that registers a kind must be imported before a
+study of that kind is loaded (``stabsim.study`` imports the built-in ones).
+
+Execution and storage: see ``run_study`` and ``stabsim.store``.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as _dt
+import difflib
+import hashlib
+import itertools
+import json
+import math
+import numbers
+import os
+import platform
+import re
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import xarray as xr
+
+from . import __version__
+from .provenance import provenance
+from .store import (StoreError, StudyDir, atomic_write_netcdf, chunk_attrs, clean_encoding, open_chunk,
+                    validate_chunk)
+
+__all__ = ["StudyError", "Param", "StudySpec", "Kind", "KINDS", "register_kind", "get_kind",
+           "twin_params", "load_study", "parse_study", "run_study", "run_studies", "RunResult",
+           "Executor", "assemble", "default_studies_dir", "study_index",
+           "integer", "number", "open_unit", "boolean", "choice", "string"]
+
+FORMAT_VERSION = 1
+
+
+class StudyError(ValueError):
+    """A bad study file or a run that cannot proceed; the message is for the user."""
+
+
+class _Bad(ValueError):
+    """Raised by a checker: the message says what is allowed."""
+
+
+REQUIRED = object()
+
+
+# ---- value checkers ----------------------------------------------------------------------
+
+def _fmt(v) -> str:
+    return repr(v)
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def integer(minimum: int | None = None, what: str = "") -> Callable:
+    def check(v):
+        lim = f" >= {minimum}" if minimum is not None else ""
+        if not _is_int(v) or (minimum is not None and v < minimum):
+            raise _Bad(f"must be an integer{lim}{what}")
+        return int(v)
+    return check
+
+
+def number(*, gt=None, ge=None, lt=None, le=None, what: str = "") -> Callable:
+    parts = [f"> {gt}" if gt is not None else "", f">= {ge}" if ge is not None else "",
+             f"< {lt}" if lt is not None else "", f"<= {le}" if le is not None else ""]
+    desc = " and ".join(p for p in parts if p)
+
+    def check(v):
+        ok = _is_num(v) and math.isfinite(v)
+        if ok:
+            ok = ((gt is None or v > gt) and (ge is None or v >= ge)
+                  and (lt is None or v < lt) and (le is None or v <= le))
+        if not ok:
+            raise _Bad(f"must be a finite number{' ' + desc if desc else ''}{what}")
+        return float(v)
+    return check
+
+
+def open_unit(what: str = "") -> Callable:
+    def check(v):
+        if not (_is_num(v) and 0.0 < v < 1.0):
+            raise _Bad(f"must be a number in the open interval (0, 1){what}")
+        return float(v)
+    return check
+
+
+def boolean(v):
+    if not isinstance(v, bool):
+        raise _Bad("must be true or false")
+    return v
+
+
+def string(pattern: str | None = None, what: str = "") -> Callable:
+    def check(v):
+        if not isinstance(v, str) or (pattern and not re.fullmatch(pattern, v)):
+            raise _Bad(f"must be a string{' matching ' + pattern if pattern else ''}{what}")
+        return v
+    return check
+
+
+def _hint(name: str, options) -> str:
+    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=3, cutoff=0.6)
+    return f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+
+
+def choice(options) -> Callable:
+    options = tuple(options)
+
+    def check(v):
+        if v not in options:
+            raise _Bad(f"must be one of {', '.join(map(repr, options))}.{_hint(v, options)}".rstrip("."))
+        return v
+    return check
+
+
+def _engine(fn) -> Callable:
+    """A checker that calls an engine ``get_*``; its own ValueError message is the reason."""
+    def check(v):
+        if not isinstance(v, str):
+            raise _Bad("must be a string (a name)")
+        try:
+            fn(v)
+        except (ValueError, KeyError) as e:
+            raise _Bad(str(e).strip("'\"")) from None
+        return v
+    return check
+
+
+@dataclass(frozen=True)
+class Param:
+    """One key of a section: documentation, default (``REQUIRED``: must be given; None:
+    optional, absent), a checker ``value -> normalised value`` (raises ``_Bad``),
+    whether it may be a ``[sweep]`` axis and the axis/dimension name when it is."""
+
+    doc: str
+    default: Any = None
+    check: Callable | None = None
+    sweepable: bool = True
+    dim: str | None = None
+
+
+# ---- kinds -------------------------------------------------------------------------------
+
+@dataclass
+class Kind:
+    name: str
+    func: Callable
+    params: dict[str, dict[str, Param]]
+    validate: Callable | None = None
+    description: str = ""
+
+
+KINDS: dict[str, Kind] = {}
+_FIXED_SECTIONS = ("study", "sweep", "bounds", "profiles")
+
+
+def register_kind(name: str, *, params: dict | None = None, validate: Callable | None = None,
+                  description: str = "") -> Callable:
+    """Decorator registering ``func(spec, cell, replicates) -> xr.Dataset`` as study kind ``name``.
+
+    ``params``: ``{section: {key: Param}}`` for the kind's sections (``twin_params()``
+    gives the built-in ``[data]``/``[algorithm]`` schema to extend).  Swept axis names
+    (``Param.dim`` or the key) must be unique across the kind's sections.
+    """
+    params = {} if params is None else {s: dict(t) for s, t in params.items()}
+    for sec in params:
+        if sec in ("study", "sweep", "profiles"):
+            raise ValueError(f"kind {name!r}: section [{sec}] is reserved")
+    seen = {}
+    for sec, table in params.items():
+        if sec == "bounds":
+            continue
+        for key, p in table.items():
+            if p.sweepable:
+                ax = p.dim or key
+                if ax in seen:
+                    raise ValueError(f"kind {name!r}: sweep axis {ax!r} is declared by both "
+                                     f"[{seen[ax]}] and [{sec}]; give one a distinct Param.dim")
+                seen[ax] = sec
+
+    def deco(func):
+        if name in KINDS and KINDS[name].func is not func:
+            raise ValueError(f"study kind {name!r} is registered twice")
+        KINDS[name] = Kind(name, func, params, validate,
+                           description or (func.__doc__ or "").strip().split("\n")[0])
+        return func
+    return deco
+
+
+def get_kind(name: str) -> Kind:
+    if name not in KINDS:
+        raise _Bad(f"must be a registered study kind: {', '.join(map(repr, KINDS))}.{_hint(name, KINDS)}".rstrip("."))
+    return KINDS[name]
+
+
+STUDY_PARAMS = {
+    "id": Param("study id (output directory name)", None, string(r"[A-Za-z0-9_.-]+")),
+    "description": Param("one-line description", "", string()),
+    "kind": Param("registered study kind", "twin", string()),
+    "seed": Param("master seed", 0, integer(0)),
+    "replicates": Param("replicates per cell", 100, integer(1, " (the number of replicates per cell)")),
+    "chunk": Param("replicates per chunk", None, integer(1, " (replicates per chunk)")),
+    "suite": Param("part of `stabsim run suite`", False, boolean),
+}
+
+
+def _bound_keys(v):
+    if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
+        raise _Bad("must be a list of theory registry keys (strings)")
+    from .theory import get as get_bound
+
+    for k in v:
+        try:
+            get_bound(k)
+        except KeyError as e:
+            raise _Bad(str(e.args[0]) if e.args else str(e)) from None
+    return list(v)
+
+
+BOUNDS_PARAMS = {
+    "keys": Param("theory registry keys to overlay", [], _bound_keys, sweepable=False),
+    "gamma": Param("confidence level gamma", None, open_unit(" (a confidence level)"), sweepable=False),
+    "delta": Param("failure probability / privacy delta", None, open_unit(" (a probability)"), sweepable=False),
+    "eps": Param("privacy budget epsilon", None, number(gt=0, what=" (privacy budget epsilon)"), sweepable=False),
+}
+
+
+# ---- the built-in "twin" kind's schema -----------------------------------------------------
+
+def _check_problem(v):
+    from .synthetic import make_problem
+
+    if not isinstance(v, str):
+        raise _Bad("must be a string (a problem name)")
+    try:
+        make_problem(v, 10)
+    except ValueError as e:
+        if "unknown problem" in str(e):
+            raise _Bad(str(e)) from None
+    return v
+
+
+def _check_eta(v):
+    from .steps import SCHEDULES, step_sizes
+
+    allowed = ("must be a step size > 0 (a number), or a schedule 'NAME:c' / ['NAME', c] with NAME in "
+               f"{', '.join(SCHEDULES)} and c > 0")
+    if _is_num(v):
+        if not (math.isfinite(v) and v > 0):
+            raise _Bad(allowed)
+        return float(v)
+    if isinstance(v, str) and ":" in v:
+        kind, _, c = v.partition(":")
+        try:
+            c = float(c)
+        except ValueError:
+            raise _Bad(allowed) from None
+        v = [kind, c]
+    if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and _is_num(v[1]):
+        try:
+            step_sizes((v[0], float(v[1])), 1)
+        except ValueError as e:
+            raise _Bad(f"{allowed} ({e})") from None
+        return f"{v[0]}:{float(v[1])!r}"
+    raise _Bad(allowed)
+
+
+def _eta_arg(eta):
+    if isinstance(eta, str):
+        kind, _, c = eta.partition(":")
+        return (kind, float(c))
+    return eta
+
+
+def _check_constraint(v):
+    from .constraints import get_constraint
+
+    if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and _is_num(v[1]):
+        v = f"{v[0]}:{float(v[1])!r}"
+    if not isinstance(v, str):
+        raise _Bad("must be 'none', 'psd', 'NAME:radius' or ['NAME', radius]")
+    try:
+        get_constraint(v)
+    except ValueError as e:
+        raise _Bad(str(e)) from None
+    return v
+
+
+def _check_loss(v):
+    from .losses import get_loss
+
+    if isinstance(v, str) and v.endswith("qhinge"):
+        return _engine(lambda name: get_loss(name, 1.5))(v)  # q is checked per cell
+    return _engine(get_loss)(v)
+
+
+def _check_algorithm(v):
+    from .algorithms import get_algorithm
+
+    return _engine(get_algorithm)(v)
+
+
+def _check_output(v):
+    from .algorithms import OUTPUTS
+
+    return choice(tuple(OUTPUTS))(v)
+
+
+def _check_k(v):
+    if v == "random" or (_is_int(v) and v >= 0):
+        return v if v == "random" else int(v)
+    raise _Bad("must be 'random' or an integer >= 0 (an index into the data set)")
+
+
+def _check_checkpoints(v):
+    if _is_int(v):
+        return integer(1, " (a count of log-spaced checkpoints) or a list of steps")(v)
+    if isinstance(v, list) and v and all(_is_int(x) and x >= 1 for x in v):
+        return sorted(set(int(x) for x in v))
+    raise _Bad("must be an integer >= 1 (a count of log-spaced checkpoints) or a non-empty list of steps >= 1")
+
+
+TWIN_DATA = {
+    "problem": Param("synthetic problem", "auc_separable", _check_problem),
+    "d": Param("dimension", 10, integer(1, " (the dimension)")),
+    "n": Param("number of examples", 100, integer(2, " (the number of examples)")),
+    "per_replicate": Param("one data set per replicate", False, boolean, sweepable=False),
+    "seed": Param("data seed (default: [study] seed)", None, integer(0), dim="data_seed"),
+    "gamma": Param("problem: class separation", None, number(gt=0, what=" (class separation)")),
+    "rho": Param("problem: noise-ball radius", None, number(ge=0)),
+    "pi": Param("problem: P(y = 1)", None, open_unit(" (P(y = 1))")),
+    "flip": Param("problem: label-flip probability", None, number(ge=0, lt=0.5)),
+    "kappa": Param("problem: noise level (p4_*)", None, number(ge=0)),
+}
+PROBLEM_KEYS = ("gamma", "rho", "pi", "flip", "kappa")
+
+TWIN_ALGORITHM = {
+    "name": Param("algorithm", "p1_alg1", _check_algorithm, dim="algorithm"),
+    "loss": Param("loss", "auc_hinge", _check_loss),
+    "constraint": Param("constraint set", "none", _check_constraint),
+    "eta": Param("step size or schedule", 0.1, _check_eta),
+    "T": Param("number of steps", 1000, integer(1, " (the number of steps)")),
+    "neighbour": Param("replacement rule", "farthest", choice(("flip", "farthest", "fresh", "same"))),
+    "k": Param("replaced index", "random", _check_k),
+    "sigma": Param("gradient noise", 0.0, number(ge=0, what=" (noise level)")),
+    "independent_noise": Param("independent noise for S'", False, boolean),
+    "buffer": Param("FIFO buffer size s", None, integer(1, " (buffer size)")),
+    "output": Param("output rule", None, _check_output),
+    "q": Param("q-norm hinge exponent", None, number(gt=1, le=2, what=" (q-hinge exponent)")),
+    "w0": Param("initial point", "zeros", choice(("zeros", "random"))),
+    "checkpoints": Param("checkpoint count or steps", 30, _check_checkpoints, sweepable=False),
+    "record_outputs": Param("keep the outputs A_t", False, boolean, sweepable=False),
+}
+
+
+def twin_params(**extra: dict) -> dict:
+    """The ``twin`` kind's ``{section: {key: Param}}``, extended/overridden by ``extra``
+    (``twin_params(algorithm={"m": Param(...)}, measure={...})``)."""
+    out = {"data": dict(TWIN_DATA), "algorithm": dict(TWIN_ALGORITHM)}
+    for sec, table in extra.items():
+        out.setdefault(sec, {}).update(table)
+    return out
+
+
+# ---- the spec ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Cell:
+    index: int
+    id: str
+    coords: dict
+
+
+@dataclass
+class StudySpec:
+    """A validated study: the effective values (profile applied, defaults filled in)."""
+
+    id: str
+    description: str
+    kind: str
+    seed: int
+    replicates: int
+    chunk: int
+    suite: bool
+    sections: dict            # the kind's sections: {"data": {...}, "algorithm": {...}, ...}
+    sweep: dict               # axis -> list of normalised values (file order)
+    bounds: dict
+    profile: str | None = None
+    path: str | None = None
+    text: str = ""
+    axes: dict = field(default_factory=dict)  # axis -> (section, key)
+
+    # grid ---------------------------------------------------------------------------------
+    def cells(self) -> list[Cell]:
+        axes = list(self.sweep)
+        out = []
+        for i, combo in enumerate(itertools.product(*(self.sweep[a] for a in axes))):
+            coords = dict(zip(axes, combo))
+            out.append(Cell(i, _cell_id(i, coords), coords))
+        return out
+
+    def chunk_ranges(self) -> list[tuple[int, int]]:
+        return [(s, min(s + self.chunk, self.replicates)) for s in range(0, self.replicates, self.chunk)]
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.cells()) * len(self.chunk_ranges())
+
+    def cell_params(self, cell) -> dict:
+        """``{section: {key: value}}`` for one cell (``cell``: a Cell or its coords dict)."""
+        coords = cell.coords if isinstance(cell, Cell) else cell
+        out = copy.deepcopy(self.sections)
+        for axis, value in coords.items():
+            sec, key = self.axes[axis]
+            out[sec][key] = value
+        return out
+
+    # identity -----------------------------------------------------------------------------
+    def normalized(self) -> dict:
+        """Everything that determines the data (not description, suite, bounds)."""
+        return {"id": self.id, "kind": self.kind, "seed": self.seed, "replicates": self.replicates,
+                "chunk": self.chunk, "sections": self.sections, "sweep": self.sweep,
+                "stabsim_version": __version__, "format": FORMAT_VERSION}
+
+    @property
+    def fingerprint(self) -> str:
+        text = json.dumps(self.normalized(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _sanitize(v) -> str:
+    s = re.sub(r"[^A-Za-z0-9.+-]+", "-", str(v)).strip("-")
+    return s or "x"
+
+
+def _cell_id(i: int, coords: dict) -> str:
+    parts = [f"c{i:03d}"] + [f"{_sanitize(a)}{_sanitize(v)}" for a, v in coords.items()]
+    cid = "_".join(parts).replace("__", "_")
+    if len(cid) > 80:
+        h = hashlib.sha256(json.dumps(coords, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        cid = f"{cid[:70]}-{h}"
+    return cid
+
+
+# ---- parsing ---------------------------------------------------------------------------
+
+def _err(src, where, msg):
+    return StudyError(f"{src}: {where}: {msg}")
+
+
+def _check_value(src, where, key, p: Param, value):
+    if p.check is None:
+        return value
+    try:
+        return p.check(value)
+    except _Bad as e:
+        raise _err(src, where, f"{key} = {_fmt(value)}: {key} {e}") from None
+
+
+def _unknown_key(src, section, key, allowed, schema_all):
+    msg = f"unknown key {key!r} in [{section}].{_hint(key, allowed)}"
+    owners = [s for s, t in schema_all.items() if key in t and s != section]
+    if owners:
+        msg += f" ({key!r} belongs in [{owners[0]}].)"
+    msg += f" Allowed: {', '.join(allowed)}"
+    return StudyError(f"{src}: {msg}")
+
+
+def load_study(path, profile: str | None = None, *, seed: int | None = None) -> StudySpec:
+    """Read and validate a study file.  ``profile``: a ``[profiles.NAME]`` (None: ``full``
+    if present, else the base values).  ``seed`` overrides ``[study] seed``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StudyError(f"study file {str(path)!r} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise StudyError(f"cannot read study file {str(path)!r}: {e}") from None
+    return parse_study(text, path=path, profile=profile, seed=seed)
+
+
+def parse_study(text: str, *, path=None, profile: str | None = None, seed: int | None = None) -> StudySpec:
+    """Validate a study given as TOML text (see the module docstring for the schema)."""
+    src = str(path) if path is not None else "<study>"
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise StudyError(f"{src}: not valid TOML: {e}") from None
+    for key, val in raw.items():
+        if not isinstance(val, dict):
+            raise StudyError(f"{src}: top-level key {key!r} must be inside a section such as [study]")
+
+    # profiles ------------------------------------------------------------------------------
+    profiles = raw.pop("profiles", {})
+    for pname, ptable in profiles.items():
+        if not isinstance(ptable, dict):
+            raise StudyError(f"{src}: [profiles] {pname} must be a table ([profiles.{pname}])")
+        for sec, stable in ptable.items():
+            if not isinstance(stable, dict):
+                raise StudyError(f"{src}: [profiles.{pname}] {sec} = {_fmt(stable)}: a profile overrides "
+                                 f"keys of sections, e.g. study.replicates = 8 or [profiles.{pname}.sweep]")
+    if profile is None:
+        profile = "full" if "full" in profiles else None
+    elif profile not in profiles:
+        avail = ", ".join(profiles) or "none"
+        raise StudyError(f"{src}: no profile {profile!r}.{_hint(profile, profiles)} Profiles defined: {avail}")
+
+    merged = copy.deepcopy(raw)
+    origin = {}
+    if profile is not None:
+        for sec, stable in profiles[profile].items():
+            merged.setdefault(sec, {})
+            for key, val in stable.items():
+                merged[sec][key] = val
+                origin[(sec, key)] = f"profiles.{profile}.{sec}"
+
+    def where(sec, key=None):
+        return f"[{origin.get((sec, key), sec)}]"
+
+    # [study] -------------------------------------------------------------------------------
+    study_raw = merged.get("study", {})
+    for key in study_raw:
+        if key not in STUDY_PARAMS:
+            raise _unknown_key(src, origin.get(("study", key), "study"), key, list(STUDY_PARAMS),
+                               {"study": STUDY_PARAMS})
+    study = {}
+    for key, p in STUDY_PARAMS.items():
+        study[key] = _check_value(src, where("study", key), key, p, study_raw[key]) if key in study_raw else p.default
+    if seed is not None:
+        study["seed"] = _check_value(src, "--seed", "seed", STUDY_PARAMS["seed"], seed)
+    if study["id"] is None:
+        stem = Path(src).stem if path is not None else "study"
+        study["id"] = _sanitize(stem)
+    try:
+        kind = get_kind(study["kind"])
+    except _Bad as e:
+        raise _err(src, where("study", "kind"), f"kind = {_fmt(study['kind'])}: kind {e}") from None
+    if study["chunk"] is None:
+        study["chunk"] = min(study["replicates"], 64)
+
+    # sections ------------------------------------------------------------------------------
+    schema = {"study": STUDY_PARAMS, "bounds": {**BOUNDS_PARAMS, **kind.params.get("bounds", {})}}
+    schema.update({s: t for s, t in kind.params.items() if s != "bounds"})
+    allowed_sections = list(schema) + ["sweep", "profiles"]
+    for table in [merged] + [profiles[p] for p in profiles]:
+        for sec in table:
+            if sec not in allowed_sections:
+                loc = "" if table is merged else f" (in a profile)"
+                raise StudyError(f"{src}: unknown section [{sec}]{loc}.{_hint(sec, allowed_sections)} "
+                                 f"Sections for kind {kind.name!r}: {', '.join('[' + s + ']' for s in allowed_sections)}")
+    # typos in profiles that are not selected are errors too
+    for pname, ptable in profiles.items():
+        for sec, stable in ptable.items():
+            if sec in schema:
+                for key in stable:
+                    if key not in schema[sec]:
+                        raise _unknown_key(src, f"profiles.{pname}.{sec}", key, list(schema[sec]), schema)
+
+    sections, bounds = {}, {}
+    for sec, table in schema.items():
+        if sec == "study":
+            continue
+        given = merged.get(sec, {})
+        for key in given:
+            if key not in table:
+                raise _unknown_key(src, origin.get((sec, key), sec), key, list(table), schema)
+        vals = {}
+        for key, p in table.items():
+            if key in given:
+                vals[key] = _check_value(src, where(sec, key), key, p, given[key])
+            elif p.default is REQUIRED:
+                raise StudyError(f"{src}: [{sec}] {key} is required ({p.doc})")
+            else:
+                vals[key] = copy.deepcopy(p.default)
+        if sec == "bounds":
+            bounds = vals
+        else:
+            sections[sec] = vals
+
+    # [sweep] -------------------------------------------------------------------------------
+    axes_all = {}
+    for sec, table in schema.items():
+        if sec in ("study", "bounds"):
+            continue
+        for key, p in table.items():
+            if p.sweepable:
+                axes_all[p.dim or key] = (sec, key)
+    sweep, axes = {}, {}
+    for axis, values in merged.get("sweep", {}).items():
+        loc = where("sweep", axis)
+        if axis not in axes_all:
+            fixed = [f"{s}.{k}" for s, t in schema.items() if s not in ("study",) for k, p in t.items()
+                     if not p.sweepable and k == axis]
+            why = f" ({fixed[0]} cannot be swept.)" if fixed else ""
+            raise StudyError(f"{src}: {loc}: unknown sweep axis {axis!r}.{_hint(axis, axes_all)}{why} "
+                             f"Sweepable: {', '.join(axes_all)}")
+        if not isinstance(values, list) or not values:
+            raise _err(src, loc, f"{axis} = {_fmt(values)}: a sweep axis must be a non-empty list of values, "
+                                 f"e.g. {axis} = [v1, v2]")
+        sec, key = axes_all[axis]
+        p = schema[sec][key]
+        normed = []
+        for i, v in enumerate(values):
+            try:
+                normed.append(p.check(v) if p.check else v)
+            except _Bad as e:
+                raise _err(src, loc, f"{axis} = {_fmt(values)}: element {i}, {_fmt(v)}: {key} {e}") from None
+        keys = [json.dumps(v, sort_keys=True) for v in normed]
+        if len(set(keys)) != len(keys):
+            dup = next(values[i] for i, k in enumerate(keys) if keys.count(k) > 1)
+            raise _err(src, loc, f"{axis} = {_fmt(values)}: the value {_fmt(dup)} appears twice; "
+                                 "sweep values must be distinct")
+        sweep[axis], axes[axis] = normed, (sec, key)
+
+    spec = StudySpec(id=study["id"], description=study["description"], kind=kind.name,
+                     seed=study["seed"], replicates=study["replicates"], chunk=study["chunk"],
+                     suite=study["suite"], sections=sections, sweep=sweep, bounds=bounds,
+                     profile=profile, path=str(path) if path is not None else None, text=text, axes=axes)
+    if kind.validate is not None:
+        try:
+            kind.validate(spec)
+        except StudyError as e:
+            raise StudyError(f"{src}: {e}") from None
+    return spec
+
+
+# ---- the built-in twin kind ------------------------------------------------------------------
+
+def _problem(data: dict):
+    from .synthetic import make_problem
+
+    kw = {k: data[k] for k in PROBLEM_KEYS if data.get(k) is not None}
+    return make_problem(data["problem"], data["d"], **kw)
+
+
+def _twin_kwargs(spec: StudySpec, p: dict) -> dict:
+    from .twin import log_checkpoints
+
+    a = p["algorithm"]
+    ck = a["checkpoints"]
+    kw = dict(algorithm=a["name"], loss=a["loss"], constraint=a["constraint"], eta=_eta_arg(a["eta"]),
+              T=a["T"], seed=spec.seed, sigma=a["sigma"], independent_noise=a["independent_noise"],
+              buffer=a["buffer"], output=a["output"], q=a["q"],
+              w0=None if a["w0"] == "zeros" else a["w0"],
+              checkpoints=log_checkpoints(a["T"], ck) if isinstance(ck, int) else np.asarray(ck),
+              record_outputs=a["record_outputs"])
+    if a["k"] != "random":
+        from .neighbours import Neighbour
+
+        kw["neighbour"] = Neighbour(kind=a["neighbour"], k=a["k"])
+    else:
+        kw["neighbour"] = a["neighbour"]
+    return kw
+
+
+def _cell_label(cell: Cell) -> str:
+    return "cell " + (", ".join(f"{k}={v}" for k, v in cell.coords.items()) or "(single cell)")
+
+
+def _validate_twin(spec: StudySpec) -> None:
+    """Combinations: algorithm/loss agreement, n large enough, problem parameters, ..."""
+    from .algorithms import get_algorithm
+    from .constraints import get_constraint
+    from .losses import get_loss
+
+    for cell in spec.cells():
+        p = spec.cell_params(cell)
+        d, a = p["data"], p["algorithm"]
+        label = _cell_label(cell)
+        try:
+            pb = _problem(d)
+            loss = get_loss(a["loss"], a["q"])
+            alg = get_algorithm(a["name"], buffer=a["buffer"], output=a["output"])
+            cons = get_constraint(a["constraint"])
+        except ValueError as e:
+            raise StudyError(f"{label}: {e}") from None
+        if alg.pairwise != loss.pairwise:
+            kind = "pairwise" if alg.pairwise else "pointwise"
+            raise StudyError(f"{label}: [algorithm] name = {a['name']!r} is {kind} but loss = {a['loss']!r} "
+                             f"is not; use a {'pairwise' if alg.pairwise else 'pointwise (point_*)'} loss")
+        if cons.matrix and not loss.matrix:
+            raise StudyError(f"{label}: [algorithm] constraint = {a['constraint']!r} is for matrix "
+                             "parameters (metric-learning losses)")
+        if d["n"] < alg.min_rows(a["T"]):
+            raise StudyError(f"{label}: [data] n = {d['n']}: algorithm {alg.name!r} needs n >= "
+                             f"{alg.min_rows(a['T'])} for T = {a['T']}")
+        if loss.form in (0, 1) and pb.name == "p4_lsq":
+            raise StudyError(f"{label}: [algorithm] loss = {a['loss']!r} needs labels +-1 but problem "
+                             "'p4_lsq' has real-valued labels")
+        if a["k"] != "random" and a["k"] >= d["n"]:
+            raise StudyError(f"{label}: [algorithm] k = {a['k']}: k must be an index in [0, n) = [0, {d['n']})")
+        ck = a["checkpoints"]
+        if isinstance(ck, list) and ck[-1] > a["T"]:
+            raise StudyError(f"{label}: [algorithm] checkpoints = {ck}: steps must lie in [1, T] = [1, {a['T']}]")
+
+
+@register_kind("twin", params=twin_params(), validate=_validate_twin,
+               description="coupled SGD runs on S and its neighbour S' (stabsim.run_twin) on synthetic data")
+def twin_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
+    """One cell of a ``twin`` study: sample the data, call ``run_twin`` for ``replicates``."""
+    p = spec.cell_params(cell)
+    d = p["data"]
+    pb = _problem(d)
+    data_seed = spec.seed if d["seed"] is None else d["seed"]
+    if d["per_replicate"]:
+        sets = [pb.sample(d["n"], data_seed, int(r)) for r in replicates]
+        X, y = np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+    else:
+        X, y = pb.sample(d["n"], data_seed, 0)
+    from .twin import run_twin
+
+    ds = run_twin(X, y, replicates=np.asarray(replicates, dtype=np.int64), problem=pb, **_twin_kwargs(spec, p))
+    ds.attrs.update(problem=pb.name, data_seed=data_seed,
+                    data_sets="one per replicate" if d["per_replicate"] else "one per cell")
+    return ds
+
+
+# ---- execution ---------------------------------------------------------------------------
+
+@dataclass
+class RunResult:
+    study_id: str
+    out_dir: Path
+    data_path: Path
+    n_chunks: int
+    reused: int = 0
+    computed: int = 0
+    invalid: list = field(default_factory=list)       # (file name, reason) of deleted chunks
+    removed_temps: list = field(default_factory=list)
+    status: str = "complete"                           # or "already complete"
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        if self.status == "already complete":
+            return f"{self.study_id}: already complete -> {self.data_path}"
+        extra = f", {len(self.invalid)} invalid recomputed" if self.invalid else ""
+        return (f"{self.study_id}: {self.n_chunks} chunks ({self.reused} reused, {self.computed} computed"
+                f"{extra}) in {self.seconds:.1f} s -> {self.data_path}")
+
+
+def _compute_chunk(func, spec, coords, reps, numba_threads=None):
+    """Run one chunk (in-process or on a dask worker)."""
+    if numba_threads:
+        import numba
+
+        numba.set_num_threads(max(1, min(int(numba_threads), numba.config.NUMBA_NUM_THREADS)))
+    ds = func(spec, dict(coords), np.asarray(reps, dtype=np.int64))
+    if not isinstance(ds, xr.Dataset) or "replicate" not in ds.dims:
+        raise TypeError(f"study kind {spec.kind!r} must return an xarray.Dataset with a 'replicate' dim")
+    if not np.array_equal(ds["replicate"].values, reps):
+        raise ValueError(f"study kind {spec.kind!r} returned replicate ids that differ from the requested ones")
+    return ds
+
+
+def _parse_scheduler(scheduler):
+    if scheduler in (None, "", "local", "local:0", "in-process"):
+        return ("local", None)
+    if isinstance(scheduler, str):
+        m = re.fullmatch(r"local:(\d+)", scheduler)
+        if m and int(m.group(1)) >= 1:
+            return ("cluster", int(m.group(1)))
+        if re.fullmatch(r"(tcp|tls|ucx|inproc)://\S+", scheduler):
+            return ("address", scheduler)
+    raise StudyError(f"scheduler = {scheduler!r}: must be 'local' (in-process), 'local:N' (a dask "
+                     "LocalCluster with N >= 1 worker processes) or a scheduler address 'tcp://host:port'")
+
+
+class Executor:
+    """Where chunks run: in-process, or on a dask.distributed cluster (``local:N`` / address).
+
+    The cluster is started lazily (on the first chunk to compute) and shut down by
+    ``close()``; one executor can serve several studies (``stabsim run A B``).
+    """
+
+    def __init__(self, scheduler=None, client=None):
+        self.client, self.cluster, self.numba_threads = client, None, None
+        self._own = False
+        self.mode, self._arg = ("client", None) if client is not None else _parse_scheduler(scheduler)
+
+    def _start(self):
+        if self.client is not None or self.mode == "local":
+            return
+        mode, arg = self.mode, self._arg
+        import logging
+
+        from dask.distributed import Client, LocalCluster
+
+        if mode == "cluster":
+            self.cluster = LocalCluster(n_workers=arg, threads_per_worker=1, processes=True,
+                                        dashboard_address=None, silence_logs=logging.ERROR)
+            self.client = Client(self.cluster)
+            self.numba_threads = max(1, (os.cpu_count() or 1) // arg)
+        else:
+            try:
+                self.client = Client(arg, timeout="20s")
+            except OSError as e:
+                raise StudyError(f"cannot connect to the dask scheduler at {arg}: {e}") from None
+        self._own = True
+
+    def close(self):
+        if self._own:
+            if self.client is not None:
+                self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def run(self, func, spec, jobs):
+        """Yield ``(job, dataset)`` as chunks finish; ``jobs``: list of (cell, start, stop, path)."""
+        self._start()
+        if self.client is None:
+            for job in jobs:
+                cell, start, stop, _ = job
+                yield job, _compute_chunk(func, spec, cell.coords, np.arange(start, stop, dtype=np.int64))
+            return
+        from dask.distributed import as_completed
+
+        futures = {}
+        for job in jobs:
+            cell, start, stop, path = job
+            fut = self.client.submit(_compute_chunk, func, spec, cell.coords,
+                                     np.arange(start, stop, dtype=np.int64), self.numba_threads,
+                                     key=f"stabsim-{spec.fingerprint[:8]}-{path.stem}", pure=False)
+            futures[fut] = job
+        try:
+            for fut in as_completed(futures):
+                job = futures.pop(fut)
+                yield job, fut.result()
+                fut.release()
+        finally:
+            for fut in futures:
+                fut.cancel()
+
+
+def _manifest(spec: StudySpec) -> dict:
+    return {"format": FORMAT_VERSION, "study_id": spec.id, "fingerprint": spec.fingerprint,
+            "stabsim_version": __version__, "kind": spec.kind, "profile": spec.profile, "seed": spec.seed,
+            "replicates": spec.replicates, "chunk": spec.chunk, "n_cells": len(spec.cells()),
+            "n_chunks": spec.n_chunks, "study_path": spec.path, "spec": spec.normalized(),
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def _data_complete(sd: StudyDir, spec: StudySpec) -> bool:
+    if not sd.data_path.exists():
+        return False
+    try:
+        with xr.open_dataset(sd.data_path, engine="h5netcdf") as ds:
+            return ds.attrs.get("study_fingerprint") == spec.fingerprint
+    except Exception:
+        return False
+
+
+def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: bool = False,
+              progress: bool = True, keep_chunks: bool = False, resume_hint: str | None = None,
+              log=None, executor: "Executor | None" = None) -> RunResult:
+    """Run ``spec`` into ``out_dir/<spec.id>/``; resume whatever an earlier run finished.
+
+    scheduler : None / ``"local"`` (in-process; numba threads parallelise inside a chunk),
+        ``"local:N"`` (a dask ``LocalCluster`` with N single-threaded worker processes, each
+        running numba with cpu_count // N threads) or ``"tcp://host:port"`` (an existing
+        dask cluster).  ``client``: an existing ``dask.distributed.Client`` instead.
+        Workers only compute; this process writes every chunk, so workers need no access
+        to ``out_dir``.
+    force : if ``out_dir/<id>`` holds a *different* study (another fingerprint), delete
+        its results and start over (without ``force`` that is an error).  For the same
+        study ``force`` changes nothing: finished chunks are always reused.
+    keep_chunks : keep ``chunks/`` after ``data.nc`` is written and checked (default: delete).
+    executor : an ``Executor`` shared between several studies (then ``scheduler`` and
+        ``client`` are ignored and the caller closes it).
+
+    Every finished chunk is written at once (atomically, ``stabsim.store``); on start,
+    existing chunks are validated and invalid ones deleted and recomputed.  On Ctrl-C the
+    finished chunks stay, a message says how to resume, and KeyboardInterrupt is re-raised.
+    """
+    log = log or (lambda msg: print(msg, file=sys.stderr))
+    t0 = time.perf_counter()
+    sd = StudyDir(Path(out_dir) / spec.id)
+    kind = KINDS[spec.kind]
+    cells, ranges = spec.cells(), spec.chunk_ranges()
+    result = RunResult(spec.id, sd.root, sd.data_path, len(cells) * len(ranges))
+    try:
+        lock = sd.lock()
+        lock.__enter__()
+    except StoreError as e:
+        raise StudyError(str(e)) from None
+    try:
+        # 1. the directory belongs to this study?
+        try:
+            manifest = sd.read_manifest()
+        except StoreError as e:
+            if not force:
+                raise StudyError(str(e)) from None
+            manifest = {"study_id": "?", "fingerprint": "unreadable study.json"}
+        if manifest is not None and manifest.get("fingerprint") != spec.fingerprint or (
+                manifest is None and sd.has_results()):
+            if not force:
+                what = (f"study {manifest.get('study_id')!r} (profile {manifest.get('profile')}, seed "
+                        f"{manifest.get('seed')}, fingerprint {manifest.get('fingerprint')})"
+                        if manifest else "files of an unknown run (no study.json)")
+                raise StudyError(f"{sd.root} holds {what}, not this study {spec.id!r} (profile {spec.profile}, "
+                                 f"seed {spec.seed}, fingerprint {spec.fingerprint}); refusing to mix results. "
+                                 "Use another --out directory, or --force to delete the old results")
+            for p in sd.wipe():
+                log(f"--force: removed {p}")
+            manifest = None
+        result.removed_temps = [str(p) for p in sd.remove_temps()]
+        if manifest is None:
+            sd.write_manifest(_manifest(spec))
+        if _data_complete(sd, spec):
+            result.status = "already complete"
+            _refresh_attrs(sd, spec)
+            if not keep_chunks:
+                _remove_chunks(sd, spec)
+            result.seconds = time.perf_counter() - t0
+            return result
+
+        # 2. which chunks are done?
+        jobs, expected = [], {}
+        for cell in cells:
+            cjson = json.dumps(cell.coords, sort_keys=True)
+            for start, stop in ranges:
+                path = sd.chunk_path(cell.id, start, stop)
+                meta = chunk_attrs(spec.fingerprint, cell.id, cjson, np.arange(start, stop))
+                expected[path.name] = meta
+                if path.exists():
+                    reason = validate_chunk(path, meta)
+                    if reason is None:
+                        result.reused += 1
+                        continue
+                    path.unlink()
+                    result.invalid.append((path.name, reason))
+                    log(f"{spec.id}: invalid chunk {path.name} ({reason}); recomputing it")
+                jobs.append((cell, start, stop, path))
+        for p in sd.chunk_files():
+            if p.name not in expected:
+                log(f"{spec.id}: ignoring unexpected file {p}")
+        if result.reused:
+            log(f"{spec.id}: resuming, {result.reused} of {result.n_chunks} chunks already done")
+
+        # 3. compute the missing chunks
+        if jobs:
+            _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executor, progress, log,
+                      resume_hint)
+
+        # 4. assemble
+        assemble(spec, sd)
+        if not keep_chunks:
+            _remove_chunks(sd, spec)
+    finally:
+        lock.__exit__(None, None, None)
+    result.seconds = time.perf_counter() - t0
+    return result
+
+
+def run_studies(specs, out_dir, *, scheduler=None, client=None, **kw) -> list[RunResult]:
+    """``run_study`` for several studies, sharing one executor (one dask cluster)."""
+    with Executor(scheduler, client) as ex:
+        return [run_study(spec, out_dir, executor=ex, **kw) for spec in specs]
+
+
+def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executor, progress, log,
+              resume_hint):
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=result.n_chunks, initial=result.n_chunks - len(jobs), unit="chunk", desc=spec.id,
+               disable=not progress, file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
+    try:
+        own = executor is None
+        ex = Executor(scheduler, client) if own else executor
+        try:
+            for (cell, start, stop, path), ds in ex.run(kind.func, spec, jobs):
+                sd.write_chunk(ds, path, expected[path.name])
+                result.computed += 1
+                bar.update(1)
+        finally:
+            if own:
+                ex.close()
+    except KeyboardInterrupt:
+        bar.close()
+        done = result.reused + result.computed
+        hint = resume_hint or "run the same run_study(...) call again"
+        log(f"\ninterrupted: {done} of {result.n_chunks} chunks of study {spec.id!r} are saved in "
+            f"{sd.chunk_dir}; to resume, {hint}")
+        raise
+    except (StudyError, StoreError):
+        raise
+    except Exception as e:
+        done = result.reused + result.computed
+        raise StudyError(f"study {spec.id!r}: a chunk failed ({type(e).__name__}: {e}); "
+                         f"{done} finished chunks are kept in {sd.chunk_dir}") from e
+    finally:
+        bar.close()
+
+
+def _remove_chunks(sd: StudyDir, spec: StudySpec) -> None:
+    names = {sd.chunk_path(c.id, a, b).name for c in spec.cells() for a, b in spec.chunk_ranges()}
+    for p in sd.chunk_files():
+        if p.name in names:
+            p.unlink()
+    if sd.chunk_dir.is_dir() and not any(sd.chunk_dir.iterdir()):
+        sd.chunk_dir.rmdir()
+
+
+# ---- assembly ----------------------------------------------------------------------------
+
+_PROVENANCE_KEYS = ("stabsim_version", "git_commit", "numba_version", "numpy_version", "created")
+
+
+def _versions() -> dict:
+    import dask
+    import h5netcdf
+    import numba
+    import scipy
+
+    return {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
+            "scipy": scipy.__version__, "xarray": xr.__version__, "dask": dask.__version__,
+            "h5netcdf": h5netcdf.__version__}
+
+
+def study_attrs(spec: StudySpec) -> dict:
+    """Global provenance attrs of ``data.nc``."""
+    return provenance(
+        study_id=spec.id, study_kind=spec.kind, study_profile=spec.profile or "", seed=spec.seed,
+        replicates=spec.replicates, study_fingerprint=spec.fingerprint,
+        study_file=spec.text, study_path=spec.path or "",
+        study_spec=json.dumps(spec.normalized(), sort_keys=True),
+        study_description=spec.description, sweep_dims=json.dumps(list(spec.sweep)),
+        bounds=json.dumps(spec.bounds, sort_keys=True), versions=json.dumps(_versions(), sort_keys=True))
+
+
+def _axis_values(values):
+    if all(_is_int(v) for v in values):
+        return np.asarray(values, dtype=np.int64)
+    if all(_is_num(v) for v in values):
+        return np.asarray(values, dtype=np.float64)
+    if all(isinstance(v, bool) for v in values):
+        return np.asarray(values, dtype=bool)
+    return np.asarray([str(v) for v in values], dtype=object)
+
+
+def _constant_along(arr: np.ndarray, axis: int) -> bool:
+    first = np.take(arr, [0], axis=axis)
+    if arr.dtype.kind == "f":
+        return bool(np.all((arr == first) | (np.isnan(arr) & np.isnan(first))))
+    return bool(np.all(arr == first))
+
+
+def assemble(spec: StudySpec, sd: StudyDir | str | Path) -> xr.Dataset:
+    """Concatenate the chunks along ``replicate`` per cell, stack the cells along the sweep
+    dims and write ``data.nc`` (atomically; chunk files are left alone).  Returns the
+    (lazily loaded) dataset as written."""
+    import dask
+
+    sd = sd if isinstance(sd, StudyDir) else StudyDir(sd)
+    axes = list(spec.sweep)
+    labels = {a: _axis_values(spec.sweep[a]) for a in axes}
+    opened, cells = [], []
+    try:
+        with dask.config.set(scheduler="synchronous"):
+            for cell in spec.cells():
+                parts = []
+                for start, stop in spec.chunk_ranges():
+                    ds = open_chunk(sd.chunk_path(cell.id, start, stop), lazy=True)
+                    opened.append(ds)
+                    parts.append(ds)
+                cds = parts[0] if len(parts) == 1 else xr.concat(
+                    parts, dim="replicate", data_vars="minimal", coords="minimal", compat="equals",
+                    join="exact", combine_attrs="drop_conflicts")
+                aux = [c for c in cds.coords if c not in cds.dims]
+                cds = cds.reset_coords(aux)
+                if axes:
+                    pos = np.unravel_index(cell.index, [len(spec.sweep[a]) for a in axes])
+                    cds = cds.expand_dims({a: labels[a][[i]] for a, i in zip(axes, pos)})
+                cells.append((cds, aux))
+            aux = cells[0][1]
+            if axes:
+                grid = np.empty([len(spec.sweep[a]) for a in axes], dtype=object)
+                for cell, (cds, _) in zip(spec.cells(), cells):
+                    grid.flat[cell.index] = cds
+                out = xr.combine_nested(grid.tolist(), concat_dim=axes, data_vars="all", coords="different",
+                                        compat="equals", join="outer", combine_attrs="drop_conflicts")
+            else:
+                out = cells[0][0]
+            out = out.set_coords([c for c in aux if c in out])
+            # auxiliary coordinates keep only the sweep dims they vary along
+            for name in aux:
+                da = out[name]
+                for a in axes:
+                    if a in da.dims and _constant_along(da.values, da.dims.index(a)):
+                        da = da.isel({a: 0}, drop=True)
+                out = out.drop_vars(name).assign_coords({name: da.variable})
+            attrs = {k: v for k, v in out.attrs.items() if not k.startswith("chunk_") and k not in _PROVENANCE_KEYS}
+            for a in axes:  # per-cell attrs that happen to agree are not global facts
+                attrs.pop(a, None)
+                attrs.pop(spec.axes[a][1], None)
+            attrs.update(study_attrs(spec))
+            out.attrs = attrs
+            out = clean_encoding(out)
+
+            def check(tmp):
+                with xr.open_dataset(tmp, engine="h5netcdf") as chk:
+                    if chk.attrs.get("study_fingerprint") != spec.fingerprint or dict(chk.sizes) != dict(out.sizes):
+                        raise StoreError(f"{tmp} does not read back as written")
+
+            atomic_write_netcdf(out, sd.data_path, check=check)
+    finally:
+        for ds in opened:
+            ds.close()
+    return xr.open_dataset(sd.data_path, engine="h5netcdf")
+
+
+def _refresh_attrs(sd: StudyDir, spec: StudySpec) -> None:
+    """A finished data.nc whose study text changed only in non-data fields (description,
+    bounds): rewrite its attrs."""
+    with xr.open_dataset(sd.data_path, engine="h5netcdf") as ds:
+        if ds.attrs.get("study_file") == spec.text and ds.attrs.get("study_profile") == (spec.profile or ""):
+            return
+        new = ds.load()
+    keep = {k: v for k, v in new.attrs.items() if k not in study_attrs(spec)}
+    new.attrs = {**keep, **study_attrs(spec)}
+    atomic_write_netcdf(clean_encoding(new), sd.data_path)
+
+
+# ---- discovery -------------------------------------------------------------------------
+
+def default_studies_dir() -> Path:
+    """``$STABSIM_STUDIES``, else the repository's ``studies/`` next to the package (a source
+    checkout), else the package data folder ``stabsim/data/studies``."""
+    env = os.environ.get("STABSIM_STUDIES")
+    if env:
+        return Path(env)
+    repo = Path(__file__).resolve().parent.parent / "studies"
+    if repo.is_dir():
+        return repo
+    return Path(__file__).resolve().parent / "data" / "studies"
+
+
+def study_index(studies_dir=None) -> list[dict]:
+    """``[{"id", "description", "suite", "path", "error"}]`` for every ``*.toml`` (sorted by id)."""
+    d = Path(studies_dir) if studies_dir is not None else default_studies_dir()
+    out = []
+    for path in sorted(d.glob("*.toml")) if d.is_dir() else []:
+        entry = {"id": path.stem, "description": "", "suite": False, "path": path, "error": None}
+        try:
+            st = tomllib.loads(path.read_text(encoding="utf-8")).get("study", {})
+            entry.update(id=str(st.get("id", path.stem)), description=str(st.get("description", "")),
+                         suite=st.get("suite") is True)
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            entry["error"] = str(e).splitlines()[0]
+        out.append(entry)
+    return sorted(out, key=lambda e: e["id"])

@@ -1,0 +1,233 @@
+"""The twin kernel against the slow references in tests/naive.py, on identical randomness."""
+
+import math
+
+import numpy as np
+import pytest
+
+import stabsim
+from stabsim import rng
+
+import naive
+
+SEED = 7
+
+
+def _data(n=12, d=3, seed=0, labels="pm"):
+    g = np.random.default_rng(seed)
+    X = g.normal(size=(n, d)) / math.sqrt(d)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0) if labels == "pm" else g.uniform(-1, 1, n)
+    return X, y
+
+
+def _replacement(d, seed=1):
+    g = np.random.default_rng(seed)
+    return g.normal(size=d), -1.0
+
+
+def _twin(X, y, k, xk, yk, **kw):
+    kw.setdefault("checkpoints", [kw["T"]])
+    return stabsim.run_twin(X, y, neighbour=(k, xk, yk), seed=SEED, record_outputs=True, **kw)
+
+
+def _index_stream(rep, count, n):
+    key = naive.stream(SEED, rep, rng.STREAM_INDEX)
+    return [naive.index(key, c, n) for c in range(count)]
+
+
+@pytest.mark.parametrize("loss,constraint,s", [
+    ("auc_hinge", "none", 1), ("auc_hinge", ("l2", 0.3), 1), ("auc_squared", "none", 1),
+    ("auc_logistic", ("l2", 0.5), 1), ("auc_ordered_hinge", "none", 1),
+    ("ranking_logistic", "none", 1), ("auc_hinge", ("l2", 0.5), 3), ("auc_squared", "none", 2),
+])
+def test_p1_alg1_and_buffer_match_reference(loss, constraint, s):
+    X, y = _data(labels="real" if loss.startswith("ranking") else "pm")
+    xk, yk = _replacement(X.shape[1])
+    T, k, R = 40, 4, 3
+    alg = "p1_alg1" if s == 1 else "p1_buffer"
+    kw = dict(algorithm=alg, loss=loss, constraint=constraint, eta=0.07, T=T, replicates=R,
+              buffer=None if s == 1 else s)
+    avg = _twin(X, y, k, xk, yk, **kw)
+    last = _twin(X, y, k, xk, yk, output="last", **kw)
+    Xp, yp = naive.replaced(X, y, k, xk, yk)
+    etas = np.r_[np.nan, np.full(T, 0.07)]
+    for r in range(R):
+        idx = _index_stream(r, T + s, len(y))
+        wT, out, _ = naive.p1_alg1(X, y, loss, constraint, etas, idx, np.zeros(3), s=s)
+        wTp, outp, _ = naive.p1_alg1(Xp, yp, loss, constraint, etas, idx, np.zeros(3), s=s)
+        np.testing.assert_allclose(avg.output[r, -1, 0], out, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(avg.output[r, -1, 1], outp, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(last.output[r, -1, 0], wT, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(last.output[r, -1, 1], wTp, rtol=0, atol=1e-12)
+        assert abs(float(avg.dist_iterate[r, -1]) - np.linalg.norm(wT - wTp)) < 1e-12
+        assert abs(float(avg.dist_output[r, -1]) - np.linalg.norm(out - outp)) < 1e-12
+
+
+def test_p1_alg1_output_convention_by_hand():
+    """T = 3, d = 1: x = +1 (y = +1) and x = -1 (y = -1), eta = 0.1, w_0 = 0.
+
+    While 2w < 1 the hinge is active, so a step on a +/- pair (either order) adds
+    eta * |x - x'| = 0.2 and a step on a same-index pair adds 0.  P1's output after T = 3
+    is (eta w_{-1} + eta w_0 + eta w_1) / (3 eta) = (0 + 0 + w_1) / 3.
+    """
+    X = np.array([[1.0], [-1.0]])
+    y = np.array([1.0, -1.0])
+    ds = stabsim.run_twin(X, y, algorithm="p1_alg1", loss="auc_hinge", eta=0.1, T=3, replicates=4,
+                          seed=SEED, neighbour="same", checkpoints=[1, 2, 3], record_outputs=True)
+    for r in range(4):
+        i = _index_stream(r, 4, 2)  # i_0, i_1, i_2, i_3
+        w1 = 0.2 * (i[1] != i[0])
+        assert float(ds.output[r, 2, 0, 0]) == pytest.approx((0 + 0 + w1) / 3, abs=1e-15)
+        # after 1 step the output is w_{-1} = w_0 = 0, after 2 steps mean(w_{-1}, w_0) = 0
+        assert float(ds.output[r, 0, 0, 0]) == 0.0 and float(ds.output[r, 1, 0, 0]) == 0.0
+    # P0's convention on the same data: (1/T) sum_{t=1}^T w_t (P0 numbering) = mean(w_0, w_1, w_2)
+    ds0 = stabsim.run_twin(X, y, algorithm="p0_alg1", loss="auc_hinge", eta=0.1, T=3, replicates=2,
+                           seed=SEED, neighbour="same", checkpoints=[3], record_outputs=True)
+    for r in range(2):
+        i = _index_stream(r, 4, 2)  # P0: i_1, i_2, i_3, i_4
+        # step t pairs i_{t+1} with i_1..i_t and uses the average gradient (times eta)
+        w = [0.0]
+        for t in range(1, 3):
+            active = sum(i[t] != i[kk] for kk in range(t)) / t
+            w.append(w[-1] + 0.1 * 2 * active)
+        assert float(ds0.output[r, 0, 0, 0]) == pytest.approx(sum(w) / 3, abs=1e-15)
+
+
+def test_p1_alg2_online_stream_matches_reference():
+    X, y = _data(n=31)
+    xk, yk = _replacement(3)
+    T = 30
+    ds = _twin(X, y, 5, xk, yk, algorithm="p1_alg2", loss="auc_logistic", eta=("sqrt", 0.3), T=T,
+               replicates=1)
+    etas = np.r_[np.nan, 0.3 / np.sqrt(np.arange(1, T + 1))]
+    Xp, yp = naive.replaced(X, y, 5, xk, yk)
+    idx = list(range(T + 1))  # the stream z_0, z_1, ..., z_T is the rows in order
+    _, out, _ = naive.p1_alg1(X, y, "auc_logistic", "none", etas, idx, np.zeros(3))
+    _, outp, _ = naive.p1_alg1(Xp, yp, "auc_logistic", "none", etas, idx, np.zeros(3))
+    np.testing.assert_allclose(ds.output[0, -1, 0], out, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(ds.output[0, -1, 1], outp, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("loss,constraint", [("auc_hinge", ("l2", 0.4)), ("auc_squared", "none")])
+def test_p0_alg1_matches_reference(loss, constraint):
+    X, y = _data(n=10)
+    xk, yk = _replacement(3)
+    T = 25
+    ds = _twin(X, y, 2, xk, yk, algorithm="p0_alg1", loss=loss, constraint=constraint, eta=0.2, T=T,
+               replicates=2)
+    last = _twin(X, y, 2, xk, yk, algorithm="p0_alg1", loss=loss, constraint=constraint, eta=0.2, T=T,
+                 replicates=2, output="mean_lag0")
+    Xp, yp = naive.replaced(X, y, 2, xk, yk)
+    for r in range(2):
+        idx = _index_stream(r, T + 1, 10)
+        wlast, out = naive.p0_alg1(X, y, loss, constraint, 0.2, T, idx, np.zeros(3))
+        wlastp, outp = naive.p0_alg1(Xp, yp, loss, constraint, 0.2, T, idx, np.zeros(3))
+        np.testing.assert_allclose(ds.output[r, -1, 0], out, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(ds.output[r, -1, 1], outp, atol=1e-12, rtol=0)
+        assert abs(float(ds.dist_iterate[r, -1]) - np.linalg.norm(wlast - wlastp)) < 1e-12
+
+
+@pytest.mark.parametrize("alg,loss,sigma", [
+    ("sgd_pair", "auc_hinge", 0.0), ("p4_alg2", "auc_logistic", 0.3),
+    ("p4_alg1", "point_lsq", 0.5), ("p4_alg1", "point_logistic", 0.0), ("p4_alg1", "point_hinge", 0.2),
+])
+def test_uniform_pair_and_pointwise_dp_sgd_match_reference(alg, loss, sigma):
+    X, y = _data(n=9)
+    xk, yk = _replacement(3)
+    T, R = 30, 2
+    cons = ("l2", 1.0)
+    ds = _twin(X, y, 3, xk, yk, algorithm=alg, loss=loss, constraint=cons, eta=0.1, T=T,
+               replicates=R, sigma=sigma)
+    Xp, yp = naive.replaced(X, y, 3, xk, yk)
+    etas = np.r_[np.nan, np.full(T, 0.1)]
+    pairwise = alg != "p4_alg1"
+    for r in range(R):
+        key = naive.stream(SEED, r, rng.STREAM_INDEX)
+        draws = [tuple(int(v) for v in rng.pair_ij(key, t, 9)) if pairwise else naive.index(key, t, 9)
+                 for t in range(1, T + 1)]
+        if pairwise:
+            assert all(i != j for i, j in draws)
+        knoise = naive.stream(SEED, r, rng.STREAM_NOISE)
+        noises = [naive.noise_vector(knoise, t, 3, sigma) for t in range(1, T + 1)]
+        _, out = naive.dp_sgd(X, y, loss, cons, etas, draws, np.zeros(3), noises, pairwise)
+        _, outp = naive.dp_sgd(Xp, yp, loss, cons, etas, draws, np.zeros(3), noises, pairwise)
+        np.testing.assert_allclose(ds.output[r, -1, 0], out, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(ds.output[r, -1, 1], outp, atol=1e-12, rtol=0)
+
+
+def test_full_batch_gradient_perturbation_matches_reference():
+    X, y = _data(n=7, labels="real")
+    xk, yk = _replacement(3)
+    T = 6
+    w0 = np.array([0.1, -0.2, 0.05])
+    for cons in ("none", ("l2", 0.2)):
+        ds = _twin(X, y, 1, xk, yk, algorithm="p2_alg1", loss="ranking_logistic", eta=0.5, T=T,
+                   replicates=1, sigma=0.05, w0=w0, constraint=cons)
+        knoise = naive.stream(SEED, 0, rng.STREAM_NOISE)
+        noises = [naive.noise_vector(knoise, t, 3, 0.05) for t in range(1, T + 1)]
+        etas = np.r_[np.nan, np.full(T, 0.5)]
+        th = naive.full_batch_gd(X, y, "ranking_logistic", etas, w0, noises, cons)
+        Xp, yp = naive.replaced(X, y, 1, xk, yk)
+        thp = naive.full_batch_gd(Xp, yp, "ranking_logistic", etas, w0, noises, cons)
+        np.testing.assert_allclose(ds.output[0, -1, 0], th, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(ds.output[0, -1, 1], thp, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("loss,constraint", [
+    ("metric_logistic", ("nuclear", 0.5)), ("metric_hinge", ("frobenius", 0.8)), ("metric_logistic", "psd"),
+])
+def test_metric_learning_matches_reference(loss, constraint):
+    X, y = _data(n=8, d=3)
+    xk, yk = _replacement(3)
+    T = 20
+    w0 = (0.1 * np.eye(3)).ravel()
+    ds = _twin(X, y, 0, xk, yk, algorithm="p1_alg1", loss=loss, constraint=constraint, eta=0.3, T=T,
+               replicates=2, w0=w0)
+    Xp, yp = naive.replaced(X, y, 0, xk, yk)
+    etas = np.r_[np.nan, np.full(T, 0.3)]
+    for r in range(2):
+        idx = _index_stream(r, T + 1, 8)
+        _, out, _ = naive.p1_alg1(X, y, loss, constraint, etas, idx, w0)
+        _, outp, _ = naive.p1_alg1(Xp, yp, loss, constraint, etas, idx, w0)
+        np.testing.assert_allclose(ds.output[r, -1, 0], out, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(ds.output[r, -1, 1], outp, atol=1e-12, rtol=0)
+
+
+def test_per_replicate_data_sets_for_on_average_stability():
+    """X of shape (R, n, d): replicate r runs on its own data set (P4 Def. 6)."""
+    pb = stabsim.make_problem("auc_separable", d=3)
+    R, n, T = 3, 10, 15
+    Xs, ys = zip(*(pb.sample(n, seed=3, replicate=r) for r in range(R)))
+    X, y = np.stack(Xs), np.stack(ys)
+    ds = stabsim.run_twin(X, y, algorithm="sgd_pair", loss="auc_hinge", eta=0.2, T=T, replicates=R,
+                          seed=SEED, neighbour="fresh", problem=pb, checkpoints=[T], record_outputs=True)
+    etas = np.r_[np.nan, np.full(T, 0.2)]
+    for r in range(R):
+        k = int(ds.k[r])
+        xz, yz = pb.sample(1, SEED, r, stream=rng.STREAM_NEIGHBOUR)
+        key = naive.stream(SEED, r, rng.STREAM_INDEX)
+        draws = [tuple(int(v) for v in rng.pair_ij(key, t, n)) for t in range(1, T + 1)]
+        zero = [np.zeros(3)] * T
+        _, out = naive.dp_sgd(X[r], y[r], "auc_hinge", "none", etas, draws, np.zeros(3), zero, True)
+        Xp, yp = naive.replaced(X[r], y[r], k, xz[0], yz[0])
+        _, outp = naive.dp_sgd(Xp, yp, "auc_hinge", "none", etas, draws, np.zeros(3), zero, True)
+        np.testing.assert_allclose(ds.output[r, -1, 0], out, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(ds.output[r, -1, 1], outp, atol=1e-12, rtol=0)
+
+
+def test_loss_path_is_the_sum_of_step_losses():
+    """loss_path(t) = sum_{j<=t} f(w_{j-1}; z_{i_j}, z_{i_{j-1}}) on S (P1 Alg. 1)."""
+    X, y = _data()
+    T = 12
+    ds = stabsim.run_twin(X, y, algorithm="p1_alg1", loss="auc_logistic", eta=0.1, T=T, replicates=1,
+                          seed=SEED, neighbour="same", checkpoints=[T], w_ref=np.array([0.3, 0, 0]))
+    idx = _index_stream(0, T + 1, len(y))
+    etas = np.r_[np.nan, np.full(T, 0.1)]
+    _, _, ws = naive.p1_alg1(X, y, "auc_logistic", "none", etas, idx, np.zeros(3))
+    vals = [naive.pair_loss("auc_logistic", ws[t - 1], X[idx[t]], y[idx[t]], X[idx[t - 1]], y[idx[t - 1]])[0]
+            for t in range(1, T + 1)]
+    ref = [naive.pair_loss("auc_logistic", np.array([0.3, 0, 0]), X[idx[t]], y[idx[t]], X[idx[t - 1]],
+                           y[idx[t - 1]])[0] for t in range(1, T + 1)]
+    assert float(ds.loss_path[0, 0]) == pytest.approx(sum(vals), abs=1e-12)
+    assert float(ds.loss_ref_path[0, 0]) == pytest.approx(sum(ref), abs=1e-12)
+    assert float(ds.eta2_loss_path[0, 0]) == pytest.approx(0.01 * sum(vals), abs=1e-12)
