@@ -124,7 +124,7 @@ def test_bit_identical_across_chunkings(alg, sigma):
 
 
 @pytest.mark.parametrize("kwargs,message", [
-    (dict(eta=0.0), "eta <= 0"), (dict(eta=-1.0), "eta <= 0"), (dict(T=0), "T must be"),
+    (dict(eta=0.0), "eta must be a finite number > 0"), (dict(eta=-1.0), "> 0"), (dict(T=0), "T must be"),
     (dict(loss="auc_hinje"), "Did you mean 'auc_hinge'"), (dict(algorithm="p1_alg"), "Did you mean"),
     (dict(constraint=("l2", -1.0)), "radius > 0"), (dict(constraint="ball"), "unknown constraint"),
     (dict(sigma=-1.0), "sigma"), (dict(replicates=0), "replicates must be"),

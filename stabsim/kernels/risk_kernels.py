@@ -184,12 +184,43 @@ def pn_sum(phi, q, tau, ap, an, fast):
             if k > 0:
                 tot += k * (1.0 - ap[i]) + suf[idx]
         return tot
+    if fast and phi == LOGISTIC and _exp_ok(ap, an):
+        # log(1 + e^{-(a - b)}) = log1p(E_i F_j), E = e^{-a}, F = e^{b}: one log1p per pair
+        E = np.empty(nP)
+        F = np.empty(nN)
+        for i in range(nP):
+            E[i] = math.exp(-ap[i])
+        for j in range(nN):
+            F[j] = math.exp(an[j])
+        tot = 0.0
+        for i in range(nP):
+            ai = ap[i]
+            Ei = E[i]
+            for j in range(nN):
+                x = Ei * F[j]
+                if x <= 1.0:
+                    tot += math.log1p(x)
+                else:
+                    tot += (an[j] - ai) + math.log1p(1.0 / x)
+        return tot
     tot = 0.0
     for i in range(nP):
         ai = ap[i]
         for j in range(nN):
             tot += phi_value(phi, q, tau, ai - an[j])
     return tot
+
+
+@njit(cache=True, inline="always")
+def _exp_ok(ap, an):
+    """Scores small enough for the factorised logistic (no overflow of e^{+-a})."""
+    for i in range(ap.shape[0]):
+        if abs(ap[i]) > 300.0:
+            return False
+    for j in range(an.shape[0]):
+        if abs(an[j]) > 300.0:
+            return False
+    return True
 
 
 @njit(cache=True)
