@@ -99,14 +99,29 @@ def load_now() -> dict:
     return {"uptime": up, "loadavg_1_5_15": la, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
-def best_of(fn, repeat: int) -> tuple[float, list[float]]:
-    """Minimum wall time of ``repeat`` calls of fn (the least disturbed run on a shared machine)."""
-    times = []
+def best_of(fn, repeat: int) -> dict:
+    """Minimum wall and CPU (process) time of ``repeat`` calls of fn.
+
+    The minimum is the least disturbed run on a shared machine.  CPU time counts only the
+    time this process was on a core, so it is much less inflated than wall time when other
+    jobs compete for the cores (it sums over threads: use wall time for thread speed-ups).
+    """
+    walls, cpus = [], []
     for _ in range(repeat):
+        c0 = time.process_time()
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), times
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return {"wall_s": min(walls), "cpu_s": min(cpus), "walls_s": walls, "cpus_s": cpus}
+
+
+def record(row: dict, name: str, m: dict, steps: int) -> None:
+    """Store a measurement as ns per twin step (wall and CPU) plus the raw times."""
+    row[f"{name}_ns"] = m["wall_s"] / steps * 1e9
+    row[f"{name}_cpu_ns"] = m["cpu_s"] / steps * 1e9
+    row[f"{name}_walls_s"] = m["walls_s"]
+    row[f"{name}_cpus_s"] = m["cpus_s"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -283,20 +298,15 @@ def main(argv=None) -> dict:
             row = {"d": d, "constraint": cname(cons), "T": T}
             # --- numba kernel via run_twin, 1 thread, warm (compiled / loaded from cache) first
             kernel_run(X, y, 100, 1, cons)
-            overhead, _ = best_of(lambda: kernel_run(X, y, 1, 1, cons), rep)
-            row["run_twin_overhead_s"] = overhead
+            row["run_twin_overhead_s"] = best_of(lambda: kernel_run(X, y, 1, 1, cons), rep)["wall_s"]
             for R in (1, 8):
-                best, times = best_of(lambda: kernel_run(X, y, T, R, cons), rep)
-                row[f"kernel_R{R}_ns"] = best / (T * R) * 1e9
-                row[f"kernel_R{R}_times_s"] = times
+                record(row, f"kernel_R{R}", best_of(lambda: kernel_run(X, y, T, R, cons), rep), T * R)
             ds = kernel_run(X, y, T, 1, cons)
             kres = (float(ds.dist_iterate[0, -1]), float(ds.dist_output[0, -1]), float(ds.loss_path[0, -1]))
             row["kernel_final"] = dict(zip(("dist_iterate", "dist_output", "loss_path"), kres))
             # --- naive NumPy loop on Tn steps
-            best, times = best_of(lambda: naive_twin(X, y, Xp, yp, idx, ETA, Tn, radius), rep)
+            record(row, "naive", best_of(lambda: naive_twin(X, y, Xp, yp, idx, ETA, Tn, radius), rep), Tn)
             row["naive_steps"] = Tn
-            row["naive_ns"] = best / Tn * 1e9
-            row["naive_times_s"] = times
             nres = naive_twin(X, y, Xp, yp, idx, ETA, Tn, radius)
             dsn = kernel_run(X, y, Tn, 1, cons)
             kn = (float(dsn.dist_iterate[0, -1]), float(dsn.dist_output[0, -1]), float(dsn.loss_path[0, -1]))
@@ -304,9 +314,7 @@ def main(argv=None) -> dict:
             row["naive_final"] = dict(zip(("dist_iterate", "dist_output", "loss_path"), nres))
             # --- C loop
             for tag, cl in cloops.items():
-                best, times = best_of(lambda: cl.run(Xext, Yext, k, krow, T, radius), rep)
-                row[f"{tag}_ns"] = best / T * 1e9
-                row[f"{tag}_times_s"] = times
+                record(row, tag, best_of(lambda: cl.run(Xext, Yext, k, krow, T, radius), rep), T)
                 stats, _ = cl.run(Xext, Yext, k, krow, T, radius)
                 cres = (stats[0], stats[1], stats[2])
                 row[f"{tag}_final"] = dict(zip(("dist_iterate", "dist_output", "loss_path"), map(float, cres)))
@@ -316,8 +324,10 @@ def main(argv=None) -> dict:
                     row["projection_active_share"] = stats[4] / (2 * T) if radius is not None else 0.0
                     row["hinge_active_share"] = stats[5] / T
             row["naive_over_kernel"] = row["naive_ns"] / row["kernel_R1_ns"]
+            row["naive_over_kernel_cpu"] = row["naive_cpu_ns"] / row["kernel_R1_cpu_ns"]
             if "c_ns" in row:
                 row["kernel_over_c"] = row["kernel_R1_ns"] / row["c_ns"]
+                row["kernel_over_c_cpu"] = row["kernel_R1_cpu_ns"] / row["c_cpu_ns"]
             rows.append(row)
             print(f"  d={d:<3} {row['constraint']:<6} kernel {row['kernel_R1_ns']:7.1f} / {row['kernel_R8_ns']:7.1f} ns"
                   f"  naive {row['naive_ns']:9.0f} ns" + (f"  C {row['c_ns']:6.1f} ns" if "c_ns" in row else ""),
@@ -333,28 +343,31 @@ def main(argv=None) -> dict:
             continue
         numba.set_num_threads(nt)
         kernel_run(X, y, 10, 4, cons)
-        best, times = best_of(lambda: kernel_run(X, y, T_threads, R_threads, cons), rep)
-        thr[f"threads{nt}_s"] = best
-        thr[f"threads{nt}_times_s"] = times
-        thr[f"threads{nt}_ns_per_twin_step"] = best / (T_threads * R_threads) * 1e9
+        m = best_of(lambda: kernel_run(X, y, T_threads, R_threads, cons), rep)
+        thr[f"threads{nt}_s"] = m["wall_s"]
+        thr[f"threads{nt}_walls_s"] = m["walls_s"]
+        thr[f"threads{nt}_cpu_s"] = m["cpu_s"]
+        thr[f"threads{nt}_ns_per_twin_step"] = m["wall_s"] / (T_threads * R_threads) * 1e9
     numba.set_num_threads(1)
     thr["speedup_2_threads"] = (thr["threads1_s"] / thr["threads2_s"]) if thr.get("threads2_s") else None
     thr["threading_layer"] = numba.threading_layer()
     load_after = load_now()
 
     # --- table
-    print("\nns per twin step (min of %d)" % rep)
-    hdr = (f"{'d':>4} {'constraint':>10} {'kernel R=1':>11} {'kernel R=8':>11} {'naive NumPy':>12} "
-           f"{'C':>8} {'C (FMA)':>8} {'naive/kern':>11} {'kern/C':>7} {'C = kernel':>11}")
-    print(hdr)
-    print("-" * len(hdr))
-    for r in rows:
-        c = f"{r['c_ns']:8.1f}" if "c_ns" in r else f"{'-':>8}"
-        cf = f"{r['c_fma_ns']:8.1f}" if "c_fma_ns" in r else f"{'-':>8}"
-        kc = f"{r['kernel_over_c']:7.2f}" if "kernel_over_c" in r else f"{'-':>7}"
-        m = ("yes" if r["c_matches_kernel"] else "NO") if "c_matches_kernel" in r else "-"
-        print(f"{r['d']:>4} {r['constraint']:>10} {r['kernel_R1_ns']:11.1f} {r['kernel_R8_ns']:11.1f} "
-              f"{r['naive_ns']:12.0f} {c} {cf} {r['naive_over_kernel']:10.0f}x {kc} {m:>11}")
+    for label, sfx in (("wall clock", ""), ("CPU time of the process", "_cpu")):
+        print(f"\nns per twin step, {label} (min of {rep})")
+        hdr = (f"{'d':>4} {'constraint':>10} {'kernel R=1':>11} {'kernel R=8':>11} {'naive NumPy':>12} "
+               f"{'C':>8} {'C (FMA)':>8} {'naive/kern':>11} {'kern/C':>7} {'C = kernel':>11}")
+        print(hdr)
+        print("-" * len(hdr))
+        for r in rows:
+            c = f"{r['c' + sfx + '_ns']:8.1f}" if "c_ns" in r else f"{'-':>8}"
+            cf = f"{r['c_fma' + sfx + '_ns']:8.1f}" if "c_fma_ns" in r else f"{'-':>8}"
+            kc = f"{r['kernel_over_c' + sfx]:7.2f}" if "kernel_over_c" in r else f"{'-':>7}"
+            m = ("yes" if r["c_matches_kernel"] else "NO") if "c_matches_kernel" in r else "-"
+            print(f"{r['d']:>4} {r['constraint']:>10} {r['kernel_R1' + sfx + '_ns']:11.1f} "
+                  f"{r['kernel_R8' + sfx + '_ns']:11.1f} {r['naive' + sfx + '_ns']:12.0f} {c} {cf} "
+                  f"{r['naive_over_kernel' + sfx]:10.0f}x {kc} {m:>11}")
     print(f"\nthreads: R={R_threads}, T={T_threads:,}, d=10, {thr['constraint']}: "
           f"1 thread {thr['threads1_s']:.3f} s, 2 threads "
           + (f"{thr['threads2_s']:.3f} s -> speed-up {thr['speedup_2_threads']:.2f}x" if thr.get("threads2_s")
@@ -377,6 +390,8 @@ def main(argv=None) -> dict:
         "naive_over_kernel_d10": min(r["naive_over_kernel"] for r in d10),
         "kernel_over_c": max((r["kernel_over_c"] for r in rows if "kernel_over_c" in r), default=None),
         "speedup_2_threads": thr["speedup_2_threads"],
+        "naive_over_kernel_d10_cpu": min(r["naive_over_kernel_cpu"] for r in d10),
+        "kernel_over_c_cpu": max((r["kernel_over_c_cpu"] for r in rows if "kernel_over_c_cpu" in r), default=None),
     }
     met = {
         "naive_over_kernel_d10": verdict["naive_over_kernel_d10"] >= TARGETS["naive_over_kernel_d10"],
@@ -386,9 +401,11 @@ def main(argv=None) -> dict:
     }
     print("\ntargets (reported, not asserted):")
     print(f"  kernel >= {TARGETS['naive_over_kernel_d10']:.0f}x faster than naive at d=10: "
-          f"{verdict['naive_over_kernel_d10']:.0f}x -> {'met' if met['naive_over_kernel_d10'] else 'NOT met'}")
+          f"{verdict['naive_over_kernel_d10']:.0f}x (CPU time: {verdict['naive_over_kernel_d10_cpu']:.0f}x) -> "
+          f"{'met' if met['naive_over_kernel_d10'] else 'NOT met'}")
     if verdict["kernel_over_c"] is not None:
-        print(f"  kernel within {TARGETS['kernel_over_c']}x of C (worst case): {verdict['kernel_over_c']:.2f}x -> "
+        print(f"  kernel within {TARGETS['kernel_over_c']}x of C (worst case): {verdict['kernel_over_c']:.2f}x "
+              f"(CPU time: {verdict['kernel_over_c_cpu']:.2f}x) -> "
               f"{'met' if met['kernel_over_c'] else 'NOT met'}")
     if verdict["speedup_2_threads"] is not None:
         print(f"  2-thread speed-up >= {TARGETS['speedup_2_threads']}x: {verdict['speedup_2_threads']:.2f}x -> "

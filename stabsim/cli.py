@@ -25,7 +25,8 @@ Bad input ends with a one-line ``stabsim: error: ...`` and exit status 2 (set
 
 Hooks for other modules: ``stabsim report`` calls ``stabsim.report.report(out_dir)`` when
 that module exists (else the placeholder ``report`` below); ``stabsim audit ARGS`` calls
-``stabsim.privacy.audit_runner.main(ARGS)`` when that module exists.
+``stabsim.privacy.audit_runner.main(ARGS) -> int`` (ARGS: the list of arguments after
+``audit``) when that module defines it.
 """
 
 from __future__ import annotations
@@ -172,7 +173,12 @@ def cmd_audit(args) -> int:
         print("stabsim: error: 'stabsim audit' is provided by stabsim.privacy.audit_runner, which is not "
               "available in this installation", file=sys.stderr)
         return 2
-    return int(mod.main(args.args) or 0)
+    entry = getattr(mod, "main", None)
+    if entry is None:
+        print("stabsim: error: 'stabsim audit' is provided by stabsim.privacy.audit_runner when it defines "
+              "main(argv) -> int; it does not (yet)", file=sys.stderr)
+        return 2
+    return int(entry(list(args.args)) or 0)
 
 
 # ---- main ---------------------------------------------------------------------------------
@@ -216,7 +222,10 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["audit"]:  # everything after 'audit' belongs to the audit runner
         return cmd_audit(argparse.Namespace(args=argv[1:]))
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, or a usage error (already printed as one line)
+        return e.code if isinstance(e.code, int) else 2
     try:
         return args.func(args)
     except KeyboardInterrupt:

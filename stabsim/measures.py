@@ -35,7 +35,6 @@ if the bound is violated for the pairs we tried, it is violated.
 from __future__ import annotations
 
 import math
-from typing import Sequence
 
 import numpy as np
 import xarray as xr

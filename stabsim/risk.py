@@ -740,73 +740,108 @@ def _dual_lb_hinge(obj, w, tau, cons, md):
     return obj.K0 - s1 + _lmo_min(gF, obj.reg, np.zeros_like(w), cons, md)
 
 
-def _exact_hinge_lb(obj, w, tau, bits=40):
-    """Unconstrained hinge (reg = 0): a dual-feasible alpha in exact rational arithmetic.
+def _exact_dot(ints, xs):
+    """sum_k ints_k * xs_k exactly (Python integers and the floats' dyadic values), as a Fraction."""
+    terms = [(int(a),) + float(x).as_integer_ratio() for a, x in zip(ints, xs) if a and x]
+    if not terms:
+        return Fraction(0)
+    L = max(den.bit_length() - 1 for _, _, den in terms)
+    return Fraction(sum((a * num) << (L - den.bit_length() + 1) for a, num, den in terms), 1 << L)
 
-    alpha = -phi_tau'(margins at w) is rounded to multiples of 2^-bits, then d entries with
-    room on both sides are corrected by an exact (Fraction) solve so that sum alpha_k u_k = 0
-    exactly; if they stay in [0, 1], min F_S >= K0 + c sum alpha (computed exactly, rounded down).
+
+def _exact_hinge_lb(obj, w, tau, bits=40, ncand=2000):
+    """Unconstrained hinge (reg = 0): min F_S >= K0 + c sum_k alpha_k for every alpha in [0, 1]
+    with sum_k alpha_k u_k = 0 exactly (weak duality; u_k = x_i - x_j, or y_i x_i pointwise).
+
+    alpha = -phi_tau'(margins at w) (the smoothed dual weights) is rounded to multiples of
+    2^-bits (integers A_k); the residual Z = sum_k A_k u_k is removed (1) in floating point by a
+    room-weighted least-norm correction spread over the ``ncand`` most interior alphas, rounded
+    back to integers, and (2) exactly, by solving for d of them in rational arithmetic.  If every
+    corrected alpha stays in [0, 1] the bound is computed exactly and rounded down; else -inf.
     """
     pl = obj.pl
+    one = 1 << bits
     if pl.kind == KIND_PN:
         ap, an = obj._block(w)
-        A = np.empty((ap.size, an.size))
-        pn_alpha(tau, ap, an, A)
-        Ai = np.rint(A * 2.0 ** bits).astype(np.int64)
-        rP = Ai.sum(axis=1); rN = Ai.sum(axis=0)
+        if ap.size == 0 or an.size == 0:
+            return math.nextafter(obj.K0, -math.inf)
+        Af = np.empty((ap.size, an.size))
+        pn_alpha(tau, ap, an, Af)
+        A = np.rint(Af * float(one)).astype(np.int64)
         XP, XN = obj.XP, obj.XN
-        # Z * 2^bits = sum_i rP_i x_i - sum_j rN_j x_j (exact, in Fractions)
-        Z = [sum(Fraction(int(rP[i])) * Fraction(float(XP[i, c])) for i in range(len(XP)) if rP[i])
-             - sum(Fraction(int(rN[j])) * Fraction(float(XN[j, c])) for j in range(len(XN)) if rN[j])
-             for c in range(pl.d)]
-        room = np.minimum(Ai, 2 ** bits - Ai)
-        flat = np.argsort(room, axis=None)[::-1][: 8 * pl.d + 8]
-        cand = [(int(k // an.size), int(k % an.size)) for k in flat if room.flat[k] > 0]
-        U = np.array([XP[i] - XN[j] for i, j in cand]).T if cand else np.zeros((pl.d, 0))
-        roomv = [int(room[i, j]) for i, j in cand]
-        total = int(Ai.sum())
+        room = np.minimum(A, one - A).ravel()
+        cand = np.argsort(room)[::-1][:ncand]
+        cand = cand[room[cand] > 0]
+        ci, cj = cand // an.size, cand % an.size
+        U = (XP[ci] - XN[cj]).T
+
+        def resid(Acur):
+            rP, rN = Acur.sum(axis=1), Acur.sum(axis=0)
+            return [_exact_dot(rP, XP[:, c]) - _exact_dot(rN, XN[:, c]) for c in range(pl.d)]
+
+        def col(k, c):
+            return Fraction(float(XP[ci[k], c])) - Fraction(float(XN[cj[k], c]))
         cw = Fraction(pl.mult) / Fraction(pl.n * (pl.n - 1))
         K0 = Fraction(pl.kconst) / Fraction(pl.n * (pl.n - 1))
-        cols = lambda idx: [[Fraction(float(XP[cand[k][0], c])) - Fraction(float(XN[cand[k][1], c]))
-                             for k in idx] for c in range(pl.d)]
-    elif pl.kind == KIND_POINT and obj.form != POINT_LSQ:
+        flatA = A.reshape(-1)
+    elif pl.kind == KIND_POINT and obj.form != POINT_LSQ and np.all(np.abs(pl.y) == 1.0):
         a = pl.X @ w
         v = np.empty(pl.n); d1 = np.empty(pl.n); d2 = np.empty(pl.n)
         point_rows(obj.form, obj.phi, obj.q, tau, a, pl.y, v, d1, d2)
-        alpha = -d1 * pl.y  # -phi'(y a)
-        Ai = np.rint(np.clip(alpha, 0, 1) * 2.0 ** bits).astype(np.int64)
+        A = np.rint(np.clip(-d1 * pl.y, 0.0, 1.0) * float(one)).astype(np.int64)
         Yx = pl.X * pl.y[:, None]
-        Z = [sum(Fraction(int(Ai[i])) * Fraction(float(pl.y[i])) * Fraction(float(pl.X[i, c]))
-                 for i in range(pl.n) if Ai[i]) for c in range(pl.d)]
-        room = np.minimum(Ai, 2 ** bits - Ai)
-        order = np.argsort(room)[::-1][: 8 * pl.d + 8]
-        cand = [int(k) for k in order if room[k] > 0]
-        U = Yx[cand].T if cand else np.zeros((pl.d, 0))
-        roomv = [int(room[k]) for k in cand]
-        total = int(Ai.sum())
+        room = np.minimum(A, one - A)
+        cand = np.argsort(room)[::-1][:ncand]
+        cand = cand[room[cand] > 0]
+        U = Yx[cand].T
+
+        def resid(Acur):
+            return [_exact_dot(Acur, Yx[:, c]) for c in range(pl.d)]
+
+        def col(k, c):
+            return Fraction(float(pl.y[cand[k]])) * Fraction(float(pl.X[cand[k], c]))
         cw = Fraction(1, pl.n)
         K0 = Fraction(0)
-        cols = lambda idx: [[Fraction(float(pl.y[cand[k]])) * Fraction(float(pl.X[cand[k], c]))
-                             for k in idx] for c in range(pl.d)]
+        flatA = A
     else:
         return -math.inf
-    if not any(Z):
-        lb = K0 + cw * Fraction(total, 2 ** bits)
-        return math.nextafter(float(lb), -math.inf)
-    if U.shape[1] == 0:
-        return -math.inf
-    # pick independent columns (pivoted QR), solve U_S delta = -Z exactly
-    _, _, piv = scipy.linalg.qr(U, pivoting=True, mode="economic")
-    r = np.linalg.matrix_rank(U)
-    sel = list(piv[:r])
-    A = cols(sel)
-    delta = _exact_solve(A, [-z for z in Z])
-    if delta is None:
-        return -math.inf
-    for k, dk in zip(sel, delta):  # delta is in units of 2^-bits
-        if abs(dk) > roomv[k]:
+    Z = resid(A)
+    if any(Z):
+        if cand.size == 0:
             return -math.inf
-    lb = K0 + cw * (Fraction(total) + sum(delta)) / Fraction(2 ** bits)
+        # (1) floating-point least-norm correction weighted by the room of each alpha
+        Zf = np.array([float(z) for z in Z])
+        r = room[cand].astype(float)
+        G = (U * r) @ U.T
+        try:
+            lam = np.linalg.lstsq(G, -Zf, rcond=None)[0]
+        except np.linalg.LinAlgError:
+            return -math.inf
+        delta = np.rint(r * (U.T @ lam))
+        over = np.max(np.abs(delta) / r)
+        if over > 0.5:
+            delta = np.rint(delta * (0.5 / over))
+        flatA[cand] += delta.astype(np.int64)
+        Z = resid(A)
+    if any(Z):
+        # (2) exact: d independent candidate columns absorb the rest
+        top = np.argsort(np.minimum(flatA[cand], one - flatA[cand]))[::-1][: 20 * pl.d]
+        _, Rq, piv = scipy.linalg.qr(np.ascontiguousarray(U[:, top]), pivoting=True, mode="economic")
+        dg = np.abs(np.diag(Rq))
+        rank = int(np.sum(dg > 1e-12 * max(dg.max(initial=0.0), 1e-300)))
+        sel = [int(top[k]) for k in piv[:rank]]
+        Mx = [[col(k, c) for k in sel] for c in range(pl.d)]
+        sol = _exact_solve(Mx, [-z for z in Z])
+        if sol is None:
+            return -math.inf
+        for k, dk in zip(sel, sol):
+            newv = flatA[cand[k]] + dk
+            if newv < 0 or newv > one:
+                return -math.inf
+        extra = sum(sol, Fraction(0))
+    else:
+        extra = Fraction(0)
+    lb = K0 + cw * (Fraction(int(A.sum())) + extra) / one
     return math.nextafter(float(lb), -math.inf)
 
 
@@ -847,9 +882,9 @@ def _erm_hinge(obj, cons, w, md, tol, max_iter):
     best_w, best_val = w.copy(), obj.Phi(w)
     lb, lb_name = 0.0, "nonnegativity"
     n_it = 0
-    tau = last_tau = 0.3
-    while tau > 1e-11:
-        last_tau = tau
+    tau = 0.3
+    exact = cons.kind == NONE and obj.reg == 0.0
+    while tau > 1e-9:
         w, it = _newton(obj, w, tau, cons, max_iter)
         n_it += it
         val = obj.Phi(w)
@@ -858,6 +893,10 @@ def _erm_hinge(obj, cons, w, md, tol, max_iter):
         dl = _dual_lb_hinge(obj, w, tau, cons, md)
         if dl > lb:
             lb, lb_name = dl, f"weak duality (smoothed dual weights, tau={tau:.0e})"
+        if exact and best_val - lb > 0.1 * tol and tau < 0.02:
+            ex = _exact_hinge_lb(obj, w, tau)
+            if ex > lb:
+                lb, lb_name = ex, f"weak duality, dual-feasible alpha in exact arithmetic (tau={tau:.0e})"
         if best_val - lb <= 0.1 * tol:
             break
         tau /= 10.0 ** 0.5 if tau > 1e-3 else 10.0
@@ -865,10 +904,6 @@ def _erm_hinge(obj, cons, w, md, tol, max_iter):
     fo = _lb_first_order(Phi, best_w, g, obj.reg, cons, md)
     if fo > lb:
         lb, lb_name = fo, "first-order (subgradient Frank-Wolfe gap)"
-    if cons.kind == NONE and obj.reg == 0.0 and best_val - lb > 0.1 * tol:
-        ex = _exact_hinge_lb(obj, w, last_tau)
-        if ex > lb:
-            lb, lb_name = ex, "weak duality, dual-feasible alpha in exact arithmetic"
     return best_w, best_val, lb, lb_name, n_it
 
 

@@ -53,7 +53,7 @@ def mix64(z):
     return z ^ (z >> _S31)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def stream_key(seed, replicate, stream):
     """The 64-bit key of one random stream of one replicate."""
     k = mix64(np.uint64(seed) + _GOLDEN)

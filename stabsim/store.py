@@ -236,7 +236,7 @@ def write_chunk_file(ds: xr.Dataset, path, check=None) -> str:
         try:
             atomic_write_netcdf(enc, path, check=check, engine="scipy")
             return "scipy"
-        except StoreError:
+        except (StoreError, OSError):
             raise
         except Exception:  # netCDF-3 cannot take it (names, sizes ...): fall back
             pass

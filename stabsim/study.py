@@ -24,6 +24,8 @@ a bad value is an error naming the section, the key, the value and what is allow
     ``chunk``         int >= 1 (default min(replicates, 64)): replicates per chunk, the unit
                       of scheduling, persistence and resumption.
     ``suite``         bool (default false): part of ``stabsim run suite``.
+    ``check``         str: the analysis (``stabsim.checks.register_check``) that turns the
+                      results into verdicts and figures (``summary.md``); not part of the data.
 
 ``[data]`` (kind ``twin``)
     ``problem``       a ``stabsim.synthetic`` problem (default ``"auc_separable"``).
@@ -140,7 +142,15 @@ class StudyError(ValueError):
 
 
 class _Bad(ValueError):
-    """Raised by a checker: the message says what is allowed."""
+    """Raised by a checker: the message says what is allowed ("must be ...", completed with
+    the key's name), or, with ``standalone=True``, is a whole sentence (engine errors)."""
+
+    def __init__(self, msg, standalone: bool = False):
+        super().__init__(msg)
+        self.standalone = standalone
+
+    def text(self, key) -> str:
+        return str(self) if self.standalone else f"{key} {self}"
 
 
 REQUIRED = object()
@@ -230,7 +240,7 @@ def _engine(fn) -> Callable:
         try:
             fn(v)
         except (ValueError, KeyError) as e:
-            raise _Bad(str(e).strip("'\"")) from None
+            raise _Bad(str(e).strip("'\""), standalone=True) from None
         return v
     return check
 
@@ -310,6 +320,7 @@ STUDY_PARAMS = {
     "replicates": Param("replicates per cell", 100, integer(1, " (the number of replicates per cell)")),
     "chunk": Param("replicates per chunk", None, integer(1, " (replicates per chunk)")),
     "suite": Param("part of `stabsim run suite`", False, boolean),
+    "check": Param("analysis check (stabsim.checks registry) run after the study", None, string()),
 }
 
 
@@ -322,7 +333,7 @@ def _bound_keys(v):
         try:
             get_bound(k)
         except KeyError as e:
-            raise _Bad(str(e.args[0]) if e.args else str(e)) from None
+            raise _Bad(str(e.args[0]) if e.args else str(e), standalone=True) from None
     return list(v)
 
 
@@ -345,7 +356,7 @@ def _check_problem(v):
         make_problem(v, 10)
     except ValueError as e:
         if "unknown problem" in str(e):
-            raise _Bad(str(e)) from None
+            raise _Bad(str(e), standalone=True) from None
     return v
 
 
@@ -391,7 +402,7 @@ def _check_constraint(v):
     try:
         get_constraint(v)
     except ValueError as e:
-        raise _Bad(str(e)) from None
+        raise _Bad(str(e), standalone=True) from None
     return v
 
 
@@ -554,7 +565,7 @@ def _cell_id(i: int, coords: dict) -> str:
 # ---- parsing ---------------------------------------------------------------------------
 
 def _err(src, where, msg):
-    return StudyError(f"{src}: {where}: {msg}")
+    return StudyError(f"{src}: {where} {msg}")
 
 
 def _check_value(src, where, key, p: Param, value):
@@ -563,7 +574,7 @@ def _check_value(src, where, key, p: Param, value):
     try:
         return p.check(value)
     except _Bad as e:
-        raise _err(src, where, f"{key} = {_fmt(value)}: {key} {e}") from None
+        raise _err(src, where, f"{key} = {_fmt(value)}: {e.text(key)}") from None
 
 
 def _unknown_key(src, section, key, allowed, schema_all):
@@ -643,7 +654,7 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
     try:
         kind = get_kind(study["kind"])
     except _Bad as e:
-        raise _err(src, where("study", "kind"), f"kind = {_fmt(study['kind'])}: kind {e}") from None
+        raise _err(src, where("study", "kind"), f"kind = {_fmt(study['kind'])}: {e.text('kind')}") from None
     if study["chunk"] is None:
         study["chunk"] = min(study["replicates"], 64)
 
@@ -713,7 +724,7 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
             try:
                 normed.append(p.check(v) if p.check else v)
             except _Bad as e:
-                raise _err(src, loc, f"{axis} = {_fmt(values)}: element {i}, {_fmt(v)}: {key} {e}") from None
+                raise _err(src, loc, f"{axis} = {_fmt(values)}: element {i}, {_fmt(v)}: {e.text(key)}") from None
         keys = [json.dumps(v, sort_keys=True) for v in normed]
         if len(set(keys)) != len(keys):
             dup = next(values[i] for i, k in enumerate(keys) if keys.count(k) > 1)
@@ -819,8 +830,9 @@ def twin_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset
     from .twin import run_twin
 
     ds = run_twin(X, y, replicates=np.asarray(replicates, dtype=np.int64), problem=pb, **_twin_kwargs(spec, p))
+    # run_twin's own data_sets attr cannot tell a 1-replicate per-replicate chunk from a shared set
     ds.attrs.update(problem=pb.name, data_seed=data_seed,
-                    data_sets="one per replicate" if d["per_replicate"] else "one per cell")
+                    data_sets="per-replicate" if d["per_replicate"] else "shared")
     return ds
 
 
@@ -1074,7 +1086,7 @@ def run_studies(specs, out_dir, *, scheduler=None, client=None, **kw) -> list[Ru
 
 def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executor, progress, log,
               resume_hint):
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     bar = tqdm(total=result.n_chunks, initial=result.n_chunks - len(jobs), unit="chunk", desc=spec.id,
                disable=not progress, file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
@@ -1121,14 +1133,15 @@ _PROVENANCE_KEYS = ("stabsim_version", "git_commit", "numba_version", "numpy_ver
 
 
 def _versions() -> dict:
-    import dask
-    import h5netcdf
-    import numba
-    import scipy
+    from importlib.metadata import PackageNotFoundError, version
 
-    return {"python": platform.python_version(), "numpy": np.__version__, "numba": numba.__version__,
-            "scipy": scipy.__version__, "xarray": xr.__version__, "dask": dask.__version__,
-            "h5netcdf": h5netcdf.__version__}
+    out = {"python": platform.python_version()}
+    for pkg in ("numpy", "numba", "scipy", "xarray", "dask", "distributed", "h5netcdf", "h5py"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = ""
+    return out
 
 
 def study_attrs(spec: StudySpec) -> dict:
@@ -1159,22 +1172,43 @@ def _constant_along(arr: np.ndarray, axis: int) -> bool:
     return bool(np.all(arr == first))
 
 
-def assemble(spec: StudySpec, sd: StudyDir | str | Path) -> xr.Dataset:
+#: Above this estimated size of data.nc, chunks are read lazily (dask) while assembling.
+LAZY_ASSEMBLY_BYTES = 256 * 2**20
+
+
+def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = None) -> Path:
     """Concatenate the chunks along ``replicate`` per cell, stack the cells along the sweep
-    dims and write ``data.nc`` (atomically; chunk files are left alone).  Returns the
-    (lazily loaded) dataset as written."""
-    import dask
+    dims and write ``data.nc`` (atomically, checked; chunk files are left alone).  Returns
+    the path of ``data.nc``.
+
+    ``lazy``: read the chunks as dask arrays, so that memory holds only a few chunks at a
+    time while ``data.nc`` is written.  Default: lazy when the result is estimated to exceed
+    ``LAZY_ASSEMBLY_BYTES``; smaller results are assembled in memory (faster, and no dask
+    import).
+    """
+    import contextlib
 
     sd = sd if isinstance(sd, StudyDir) else StudyDir(sd)
     axes = list(spec.sweep)
     labels = {a: _axis_values(spec.sweep[a]) for a in axes}
+    ranges = spec.chunk_ranges()
+    if lazy is None:
+        first = spec.cells()[0]
+        per_rep = open_chunk(sd.chunk_path(first.id, *ranges[0])).nbytes / (ranges[0][1] - ranges[0][0])
+        lazy = per_rep * spec.replicates * len(spec.cells()) > LAZY_ASSEMBLY_BYTES
+    if lazy:
+        import dask
+
+        ctx = dask.config.set(scheduler="synchronous")
+    else:
+        ctx = contextlib.nullcontext()
     opened, cells = [], []
     try:
-        with dask.config.set(scheduler="synchronous"):
+        with ctx:
             for cell in spec.cells():
                 parts = []
-                for start, stop in spec.chunk_ranges():
-                    ds = open_chunk(sd.chunk_path(cell.id, start, stop), lazy=True)
+                for start, stop in ranges:
+                    ds = open_chunk(sd.chunk_path(cell.id, start, stop), lazy=lazy)
                     opened.append(ds)
                     parts.append(ds)
                 cds = parts[0] if len(parts) == 1 else xr.concat(
@@ -1211,16 +1245,21 @@ def assemble(spec: StudySpec, sd: StudyDir | str | Path) -> xr.Dataset:
             out.attrs = attrs
             out = clean_encoding(out)
 
-            def check(tmp):
-                with xr.open_dataset(tmp, engine="h5netcdf") as chk:
-                    if chk.attrs.get("study_fingerprint") != spec.fingerprint or dict(chk.sizes) != dict(out.sizes):
-                        raise StoreError(f"{tmp} does not read back as written")
+            def check(tmp):  # h5py directly: xarray's open costs ~0.2 s here
+                import h5py
+
+                with h5py.File(tmp, "r") as f:
+                    fp = f.attrs.get("study_fingerprint")
+                    fp = fp.decode() if isinstance(fp, bytes) else fp
+                    sizes = {d: f[d].shape[0] for d in out.dims if d in f}
+                if fp != spec.fingerprint or sizes != dict(out.sizes):
+                    raise StoreError(f"{tmp} does not read back as written")
 
             atomic_write_netcdf(out, sd.data_path, check=check)
     finally:
         for ds in opened:
             ds.close()
-    return xr.open_dataset(sd.data_path, engine="h5netcdf")
+    return sd.data_path
 
 
 def _refresh_attrs(sd: StudyDir, spec: StudySpec) -> None:

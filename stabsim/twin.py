@@ -163,6 +163,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         loss=lossf.name, constraint=cons.name, radius=cons.radius, T=T, n=n, d=d, seed=seed,
         sigma=sigma, noise="independent" if independent_noise else "shared",
         neighbour=nb.describe(), neighbour_relation="replace-one",
+        data_sets="per-replicate" if nS > 1 else "shared",
         eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
 
 

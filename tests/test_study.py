@@ -55,8 +55,11 @@ def write_study(tmp_path, name="small", *, seed=7, replicates=6, chunk=2, T=200,
 
 
 def load(path) -> xr.Dataset:
+    """data.nc without the attrs that may legitimately differ between two runs: the creation
+    time, and the git commit (in a shared checkout someone may commit between two runs)."""
     ds = xr.load_dataset(path, engine="h5netcdf")
     ds.attrs.pop("created")
+    ds.attrs.pop("git_commit")
     return ds
 
 
@@ -72,6 +75,16 @@ def cli(*args, env=None, cwd=None, **kw):
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "stabsim.cli", *map(str, args)], capture_output=True,
                           text=True, env=e, cwd=cwd, timeout=120, **kw)
+
+
+def run_main(capsys, *args):
+    """``stabsim ARGS`` in this process: (exit code, stdout, stderr)."""
+    from stabsim.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def chunk_names(d: Path):
@@ -118,12 +131,17 @@ def test_dask_localcluster_matches_local(tmp_path):
 
 def test_numba_thread_count_does_not_change_results(tmp_path):
     path = write_study(tmp_path, replicates=5, chunk=5, T=400)
-    outs = []
-    for threads in (1, 2):
+    procs, outs = [], []
+    for threads in (1, 2):  # two processes at once: NUMBA_NUM_THREADS is read at start-up
         out = tmp_path / f"t{threads}"
-        r = cli("run", path, "--out", out, "--no-progress", env={"NUMBA_NUM_THREADS": str(threads)})
-        assert r.returncode == 0, r.stderr
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "stabsim.cli", "run", str(path), "--out", str(out), "--no-progress"],
+            env={**os.environ, "NUMBA_NUM_THREADS": str(threads)}, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
         outs.append(out / "small" / "data.nc")
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
     assert_identical(*outs)
 
 
@@ -139,8 +157,8 @@ def _wait_for_chunk(proc, chunk_dir, timeout=60):
 
 
 def test_kill_and_resume_is_bit_identical(tmp_path):
-    # 8 chunks of ~0.2 s each: slow enough to kill the run in the middle
-    path = write_study(tmp_path, "slow", replicates=8, chunk=2, T=400_000)
+    # 8 chunks of ~0.1 s each: slow enough to kill the run in the middle
+    path = write_study(tmp_path, "slow", replicates=8, chunk=2, T=200_000)
     ref = run_study(load_study(path), tmp_path / "ref", progress=False)
 
     out = tmp_path / "out"
@@ -164,7 +182,7 @@ def test_kill_and_resume_is_bit_identical(tmp_path):
 
 
 def test_ctrl_c_keeps_chunks_and_says_how_to_resume(tmp_path):
-    path = write_study(tmp_path, "slow", replicates=8, chunk=2, T=400_000)
+    path = write_study(tmp_path, "slow", replicates=8, chunk=2, T=200_000)
     out = tmp_path / "out"
     chunk_dir = out / "slow" / "chunks"
     proc = subprocess.Popen([sys.executable, "-m", "stabsim.cli", "run", str(path), "--out", str(out),
@@ -236,7 +254,7 @@ def test_chunk_files_are_written_atomically(tmp_path, monkeypatch):
         return real(ds, path, check=check, engine=engine)
 
     monkeypatch.setattr(store, "atomic_write_netcdf", failing)
-    with pytest.raises(OSError, match="simulated"):
+    with pytest.raises(StudyError, match="simulated"):
         run_study(spec, tmp_path / "out", progress=False)
     chunk_dir = tmp_path / "out" / spec.id / "chunks"
     assert len(chunk_names(chunk_dir)) == 2
@@ -246,18 +264,17 @@ def test_chunk_files_are_written_atomically(tmp_path, monkeypatch):
     assert (res.reused, res.computed) == (2, 4)
 
 
-def test_refuses_to_mix_studies_unless_forced(tmp_path):
+def test_refuses_to_mix_studies_unless_forced(tmp_path, capsys):
     out = tmp_path / "out"
-    a = write_study(tmp_path, "same", seed=1)
-    r = cli("run", a, "--out", out, "--no-progress")
-    assert r.returncode == 0, r.stderr
-    b = a  # the same file, run with another seed: a different study
-    r = cli("run", b, "--out", out, "--seed", "2", "--no-progress")
-    assert r.returncode == 2
-    assert "refusing to mix" in r.stderr and "--force" in r.stderr and "Traceback" not in r.stderr
-    assert len(r.stderr.strip().splitlines()) == 1
-    r = cli("run", b, "--out", out, "--seed", "2", "--force", "--no-progress")
-    assert r.returncode == 0, r.stderr
+    path = write_study(tmp_path, "same", seed=1)
+    assert run_main(capsys, "run", path, "--out", out, "--no-progress")[0] == 0
+    # the same file with another seed is a different study
+    code, _, err = run_main(capsys, "run", path, "--out", out, "--seed", "2", "--no-progress")
+    assert code == 2
+    assert "refusing to mix" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    code, out_text, err = run_main(capsys, "run", path, "--out", out, "--seed", "2", "--force", "--no-progress")
+    assert code == 0, err
+    assert "--force: removed" in err
     ds = xr.load_dataset(out / "same" / "data.nc", engine="h5netcdf")
     assert ds.attrs["seed"] == 2
 
@@ -278,7 +295,7 @@ def test_sweep_over_T_and_eta_schedules(tmp_path):
     text = SMALL.format(id="grid", seed=3, replicates=3, chunk=2, T=100).replace(
         "n = [30, 40]", 'T = [50, 80]\neta = [0.1, "sqrt:0.5", ["pl", 2]]')
     spec = parse_study(text, path=tmp_path / "grid.toml")
-    assert [c.id for c in spec.cells()][:2] == ["c000_T50_eta0.1", "c001_T50_eta-sqrt-0.5"]
+    assert [c.id for c in spec.cells()][:2] == ["c000_T50_eta0.1", "c001_T50_etasqrt-0.5"]
     res = run_study(spec, tmp_path, progress=False)
     ds = xr.load_dataset(res.data_path, engine="h5netcdf")
     assert ds["dist_output"].dims == ("T", "eta", "replicate", "t")
@@ -300,9 +317,16 @@ def test_single_cell_study_has_no_sweep_dims(tmp_path):
 def test_per_replicate_data_sets(tmp_path):
     extra_text = SMALL.format(id="pr", seed=3, replicates=4, chunk=3, T=50).replace(
         'd = 4', 'd = 4\nper_replicate = true')
-    res = run_study(parse_study(extra_text), tmp_path, progress=False)
+    res = run_study(parse_study(extra_text), tmp_path / "a", progress=False)
     ds = xr.load_dataset(res.data_path, engine="h5netcdf")
-    assert ds.attrs["data_sets"] == "one per replicate"
+    assert ds.attrs["data_sets"] == "per-replicate"
+    shared = run_study(parse_study(extra_text.replace("per_replicate = true", "")), tmp_path / "b",
+                       progress=False)
+    ds2 = xr.load_dataset(shared.data_path, engine="h5netcdf")
+    assert ds2.attrs["data_sets"] == "shared"
+    # replicate 0 draws the shared data set, the others their own
+    np.testing.assert_array_equal(ds["dist_output"].sel(replicate=0), ds2["dist_output"].sel(replicate=0))
+    assert not np.array_equal(ds["loss_path"].sel(replicate=[1, 2, 3]), ds2["loss_path"].sel(replicate=[1, 2, 3]))
 
 
 @register_kind("test_constant", params={"model": {"m": Param("a test parameter", 3, integer(1))}},
@@ -447,18 +471,18 @@ def test_bad_sweep_values():
 @pytest.mark.parametrize("edit,expected", [
     (("[algorithm]", "[algoritm]"), r"unknown section \[algoritm\]\. Did you mean 'algorithm'\?"),
     (("replicates = 4", "replicate = 4"), r"unknown key 'replicate' in \[study\]\. Did you mean 'replicates'\?"),
-    (("T = 10", 'T = 10\nloss = "auc_hing"'), r"\[algorithm\] loss = 'auc_hing': loss unknown loss 'auc_hing'\. Did you mean 'auc_hinge'"),
-    (("T = 10", 'T = 10\nname = "p1_alg3"'), r"\[algorithm\] name = 'p1_alg3': name unknown algorithm 'p1_alg3'\. Did you mean"),
-    (("n = 20", 'n = 20\nproblem = "auc_seperable"'), r"problem unknown problem 'auc_seperable'\. Did you mean 'auc_separable'"),
+    (("T = 10", 'T = 10\nloss = "auc_hing"'), r"\[algorithm\] loss = 'auc_hing': unknown loss 'auc_hing'\. Did you mean 'auc_hinge'"),
+    (("T = 10", 'T = 10\nname = "p1_alg3"'), r"\[algorithm\] name = 'p1_alg3': unknown algorithm 'p1_alg3'\. Did you mean"),
+    (("n = 20", 'n = 20\nproblem = "auc_seperable"'), r"\[data\] problem = 'auc_seperable': unknown problem 'auc_seperable'\. Did you mean 'auc_separable'"),
     (("n = 20", 'n = 20\nT = 10'), r"unknown key 'T' in \[data\]\..*'T' belongs in \[algorithm\]"),
     (("replicates = 4", 'replicates = 4\nkind = "twn"'), r"\[study\] kind = 'twn': kind must be a registered study kind.*Did you mean 'twin'"),
-    (("keys = []", 'keys = ["P1.Thm4.ua"]'), r"\[bounds\] keys = \['P1.Thm4.ua'\]: keys unknown bound 'P1.Thm4.ua'\. Did you mean 'P1.Thm4.uas'"),
+    (("keys = []", 'keys = ["P1.Thm4.ua"]'), r"\[bounds\] keys = \['P1.Thm4.ua'\]: unknown bound 'P1.Thm4.ua'\. Did you mean 'P1.Thm4.uas'"),
     (("keys = []", "keys = []\n[sweep]\nm = [1, 2]"), r"unknown sweep axis 'm'.*Sweepable: "),
     (("keys = []", "keys = []\n[sweep]\nper_replicate = [true, false]"), r"data.per_replicate cannot be swept"),
     (("T = 10", 'T = 10\nneighbour = "flipp"'), r"\[algorithm\] neighbour = 'flipp': neighbour must be one of .*Did you mean 'flip'"),
     (("eta = 0.1", 'eta = "sqrtt:0.5"'), r"unknown step-size schedule 'sqrtt'"),
     (("T = 10", 'T = 10\nloss = "point_lsq"'), r"cell \(single cell\): \[algorithm\] name = 'p1_alg1' is pairwise but loss = 'point_lsq' is not"),
-    (("T = 10", 'T = 10\nname = "p1_alg2"'), r"\[data\] n = 20: algorithm 'p1_alg2' needs n >= 11 for T = 10"),
+    (("T = 10", 'T = 30\nname = "p1_alg2"'), r"\[data\] n = 20: algorithm 'p1_alg2' needs n >= 31 for T = 30"),
     (("n = 20", "n = 20\ngamma = 0.5\nkappa = 0.1"), r"unknown parameters for 'auc_separable': \['kappa'\]"),
     (("[study]", "seed = 3\n[study]"), r"top-level key 'seed' must be inside a section"),
     (("T = 10", "T = 10 10"), r"not valid TOML"),
@@ -503,32 +527,34 @@ def test_cli_bad_study_id_did_you_mean():
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
-def test_cli_bad_inputs_are_one_line_errors(tmp_path):
+def test_cli_bad_inputs_are_one_line_errors(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text(BASE.replace("n = 20", "n = 1"))
     for args in (["run", bad], ["run", tmp_path / "missing.toml"], ["run", "example_twin", "--profile", "ful"],
-                 ["run", "example_twin", "--quick", "--scheduler", "bogus"], ["frobnicate"],
-                 ["run", "example_twin", "--seed", "x"], ["audit", "--whatever"]):
-        r = cli(*args, cwd=tmp_path)
-        assert r.returncode != 0, args
-        assert "Traceback" not in r.stderr, (args, r.stderr)
-        assert len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
-        assert r.stderr.startswith("stabsim: error:"), (args, r.stderr)
-    r = cli("run", bad, cwd=tmp_path)
-    assert "[data] n = 1: n must be an integer >= 2" in r.stderr
+                 ["run", "example_twin", "--quick", "--scheduler", "bogus"], ["frobnicate"], [],
+                 ["run", "example_twin", "--seed", "x"], ["audit", "--whatever"], ["run", "nope"]):
+        code, _, err = run_main(capsys, *args, "--out", tmp_path) if args[:1] == ["run"] else \
+            run_main(capsys, *args)
+        assert code != 0, args
+        assert len(err.strip().splitlines()) == 1, (args, err)
+        assert err.startswith("stabsim: error:"), (args, err)
+    code, _, err = run_main(capsys, "run", bad, "--out", tmp_path)
+    assert "[data] n = 1: n must be an integer >= 2" in err
+    assert not list(tmp_path.glob("*/study.json"))  # nothing was started
 
 
-def test_cli_suite_and_report(tmp_path):
+def test_cli_suite_and_report(tmp_path, capsys):
     studies = tmp_path / "studies"
     studies.mkdir()
-    write_study(studies, "s1", T=30, replicates=2, extra="").write_text(
-        (studies / "s1.toml").read_text().replace('description = "a small test study"',
-                                                 'description = "a small test study"\nsuite = true'))
+    p1 = write_study(studies, "s1", T=30, replicates=2)
+    p1.write_text(p1.read_text().replace('seed = 7', 'seed = 7\nsuite = true'))
     write_study(studies, "s2", T=30, replicates=2)
-    r = cli("list", "--studies", studies)
-    assert "s1" in r.stdout and "[suite]" in r.stdout and "s2" in r.stdout
-    r = cli("run", "suite", "--studies", studies, "--out", tmp_path / "out", "--no-progress")
-    assert r.returncode == 0, r.stderr
+    code, out, _ = run_main(capsys, "list", "--studies", studies)
+    assert code == 0 and "s1" in out and "[suite]" in out and "s2" in out
+    code, out, err = run_main(capsys, "run", "suite", "--studies", studies, "--out", tmp_path / "out",
+                              "--no-progress")
+    assert code == 0, err
+    assert "s1: 2 chunks (0 reused, 2 computed)" in out
     assert (tmp_path / "out" / "s1" / "data.nc").exists() and not (tmp_path / "out" / "s2").exists()
-    r = cli("report", tmp_path / "out")
-    assert r.returncode == 0 and "s1" in r.stdout and "finished" in r.stdout
+    code, out, _ = run_main(capsys, "report", tmp_path / "out")
+    assert code == 0 and "s1" in out and "finished" in out

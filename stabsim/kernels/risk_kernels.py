@@ -24,7 +24,8 @@ Shortcuts (``fast``), O(n log n) instead of O(nP nN):
   sum is k (1 - a_i) + (suffix sum of b).
 
 ``tau > 0`` replaces the hinge by its softplus smoothing tau log(1 + exp((1 - m)/tau)), which
-lies between (1 - m)_+ and (1 - m)_+ + tau log 2 (used by the ERM solver).  No kernel
+lies between (1 - m)_+ and (1 - m)_+ + tau log 2 (used by the ERM solver; for |1 - m| > 36 tau
+it is taken equal to the hinge, an error below 2.4e-16 tau).  No kernel
 allocates inside its pair loops; per-parameter-vector work arrays are allocated once per vector.
 """
 
@@ -40,6 +41,9 @@ from ..losses import (HINGE, LOGISTIC, METRIC, METRIC_TAU, POINT_LSQ, QHINGE, SQ
 
 KIND_POINT, KIND_PN, KIND_RANK, KIND_METRIC = range(4)
 MODE_LOOP, MODE_SCORES, MODE_FAST = range(3)
+# smoothed hinge: beyond |1 - m| > 36 tau the softplus equals the hinge to below 2.4e-16 tau,
+# and is evaluated as the hinge (no exp): most pairs are far from the kink once tau is small
+_TCUT = 36.0
 
 
 # ---- scalar functions ----------------------------------------------------------------------
@@ -49,6 +53,10 @@ def phi_all(phi, q, tau, m):
     """phi(m), phi'(m), phi''(m).  ``tau > 0`` smooths the hinge (softplus, see module doc)."""
     if phi == HINGE and tau > 0.0:
         t = (1.0 - m) / tau
+        if t > _TCUT:
+            return tau * t, -1.0, 0.0
+        if t < -_TCUT:
+            return 0.0, 0.0, 0.0
         e = math.exp(-abs(t))
         if t >= 0.0:
             sp = t + math.log1p(e)
@@ -78,6 +86,10 @@ def phi_value(phi, q, tau, m):
     if phi == HINGE:
         if tau > 0.0:
             t = (1.0 - m) / tau
+            if t > _TCUT:
+                return tau * t
+            if t < -_TCUT:
+                return 0.0
             return tau * (math.log1p(math.exp(-abs(t))) + max(t, 0.0))
         return 1.0 - m if m < 1.0 else 0.0
     if phi == SQUARED:
@@ -93,6 +105,10 @@ def phi_vd(phi, q, tau, m):
     """phi(m) and phi'(m)."""
     if phi == HINGE and tau > 0.0:
         t = (1.0 - m) / tau
+        if t > _TCUT:
+            return tau * t, -1.0
+        if t < -_TCUT:
+            return 0.0, 0.0
         e = math.exp(-abs(t))
         if t >= 0.0:
             return tau * (t + math.log1p(e)), -1.0 / (1.0 + e)
@@ -113,6 +129,43 @@ def phi2_lower(phi, q, tau, m, r):
         e = math.exp(-(abs(1.0 - m) + r) / tau)
         return e / ((1.0 + e) * (1.0 + e)) / tau
     return 0.0
+
+
+@njit(cache=True)
+def _sorted(x):
+    """Ascending copy of x: bottom-up merge sort (compiles much faster than numba's np.sort)."""
+    n = x.shape[0]
+    a = x.copy()
+    b = np.empty(n)
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if a[j] < a[i]:
+                    b[k] = a[j]
+                    j += 1
+                else:
+                    b[k] = a[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                b[k] = a[i]
+                i += 1
+                k += 1
+            while j < hi:
+                b[k] = a[j]
+                j += 1
+                k += 1
+            lo = hi
+        a, b = b, a
+        width *= 2
+    return a
 
 
 @njit(cache=True, inline="always")
@@ -172,7 +225,7 @@ def pn_sum(phi, q, tau, ap, an, fast):
         u = cbar + bbar
         return nN * vc + nP * vb + nP * nN * u * u
     if fast and phi == HINGE and tau == 0.0:
-        bs = np.sort(an)
+        bs = _sorted(an)
         suf = np.empty(nN + 1)
         suf[nN] = 0.0
         for l in range(nN - 1, -1, -1):
@@ -272,8 +325,8 @@ def pn_rows(phi, q, tau, ap, an, fast, rowP, rowN, dP, dN):
             dN[j] = -2.0 * nP * u
         return tot, totsq
     if fast and phi == HINGE and tau == 0.0:
-        bs = np.sort(an)
-        as_ = np.sort(ap)
+        bs = _sorted(an)
+        as_ = _sorted(ap)
         S1 = np.empty(nN + 1)
         S2 = np.empty(nN + 1)
         S1[nN] = 0.0
@@ -333,6 +386,190 @@ def pn_hess(phi, q, tau, ap, an, XN, rad, normP, normN, hP, hN, T):
             else:
                 v, d1, h = phi_all(phi, q, tau, m)
             if h != 0.0:
+                hP[i] += h
+                hN[j] += h
+                for c in range(d):
+                    T[i, c] += h * XN[j, c]
+
+
+# ---- the smoothed hinge on the P x N block, banded -------------------------------------------
+# With b sorted, the pairs of a fixed i split into three runs: t = (1 - (a_i - b_j))/tau < -36
+# (value 0), the band |t| <= 36 (softplus), and t > 36 (value 1 - a_i + b_j, phi' = -1, phi'' = 0,
+# handled with prefix sums).  Cost O(n log n + pairs in the band), which shrinks with tau.
+
+@njit(cache=True)
+def _argsorted(x):
+    """Indices that sort x ascending (bottom-up merge sort, stable)."""
+    n = x.shape[0]
+    a = np.arange(n)
+    b = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if x[a[j]] < x[a[i]]:
+                    b[k] = a[j]
+                    j += 1
+                else:
+                    b[k] = a[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                b[k] = a[i]
+                i += 1
+                k += 1
+            while j < hi:
+                b[k] = a[j]
+                j += 1
+                k += 1
+            lo = hi
+        a, b = b, a
+        width *= 2
+    return a
+
+
+@njit(cache=True, inline="always")
+def _tval(tau, ai, bj):
+    return (1.0 - (ai - bj)) / tau
+
+
+@njit(cache=True, inline="always")
+def _first_t_above(tau, ai, bs, thr):
+    """Smallest l with t(ai, bs[l]) > thr (t increases with l for ascending bs)."""
+    lo = 0
+    hi = bs.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _tval(tau, ai, bs[mid]) > thr:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _first_t_below(tau, as_, bj, thr):
+    """Smallest l with t(as_[l], bj) < thr (t decreases with l for ascending as_)."""
+    lo = 0
+    hi = as_.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if _tval(tau, as_[mid], bj) < thr:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True)
+def sh_sum(tau, ap, an):
+    """sum_{i,j} of the smoothed hinge at ap_i - an_j (banded)."""
+    nP = ap.shape[0]
+    nN = an.shape[0]
+    if nP == 0 or nN == 0:
+        return 0.0
+    bs = _sorted(an)
+    suf = np.empty(nN + 1)
+    suf[nN] = 0.0
+    for l in range(nN - 1, -1, -1):
+        suf[l] = suf[l + 1] + bs[l]
+    tot = 0.0
+    for i in range(nP):
+        ai = ap[i]
+        lo = _first_t_above(tau, ai, bs, -_TCUT - 1e-300)  # first l with t >= -TCUT (approx.)
+        hi = _first_t_above(tau, ai, bs, _TCUT)
+        k = nN - hi
+        if k > 0:
+            tot += k * (1.0 - ai) + suf[hi]
+        for l in range(lo, hi):
+            tot += phi_value(HINGE, 2.0, tau, ai - bs[l])
+    return tot
+
+
+@njit(cache=True)
+def sh_rows(tau, ap, an, rowP, rowN, dP, dN):
+    """``pn_rows`` for the smoothed hinge (banded).  Returns the sum (no sum of squares)."""
+    nP = ap.shape[0]
+    nN = an.shape[0]
+    rowP[:] = 0.0
+    rowN[:] = 0.0
+    dP[:] = 0.0
+    dN[:] = 0.0
+    if nP == 0 or nN == 0:
+        return 0.0
+    bs = _sorted(an)
+    as_ = _sorted(ap)
+    S1 = np.empty(nN + 1)
+    S1[nN] = 0.0
+    for l in range(nN - 1, -1, -1):
+        S1[l] = S1[l + 1] + bs[l]
+    P1 = np.empty(nP + 1)
+    P1[0] = 0.0
+    for l in range(nP):
+        P1[l + 1] = P1[l] + as_[l]
+    tot = 0.0
+    for i in range(nP):
+        ai = ap[i]
+        lo = _first_t_above(tau, ai, bs, -_TCUT - 1e-300)
+        hi = _first_t_above(tau, ai, bs, _TCUT)
+        k = nN - hi
+        v = 0.0
+        d = -1.0 * k
+        if k > 0:
+            v = k * (1.0 - ai) + S1[hi]
+        for l in range(lo, hi):
+            vv, dd = phi_vd(HINGE, 2.0, tau, ai - bs[l])
+            v += vv
+            d += dd
+        rowP[i] = v
+        dP[i] = d
+        tot += v
+    for j in range(nN):
+        bj = an[j]
+        hE = _first_t_below(tau, as_, bj, _TCUT + 1e-300)   # t > TCUT exactly for l < hE
+        lS = _first_t_below(tau, as_, bj, -_TCUT)           # t < -TCUT for l >= lS
+        v = 0.0
+        d = -1.0 * hE
+        if hE > 0:
+            v = hE * (1.0 + bj) - P1[hE]
+        for l in range(hE, lS):
+            vv, dd = phi_vd(HINGE, 2.0, tau, as_[l] - bj)
+            v += vv
+            d += dd
+        rowN[j] = v
+        dN[j] = d
+    return tot
+
+
+@njit(cache=True)
+def sh_hess(tau, ap, an, XN, hP, hN, T):
+    """``pn_hess`` for the smoothed hinge (banded; phi'' = 0 outside the band)."""
+    nP = ap.shape[0]
+    nN = an.shape[0]
+    d = XN.shape[1]
+    hP[:] = 0.0
+    hN[:] = 0.0
+    T[:, :] = 0.0
+    if nP == 0 or nN == 0:
+        return
+    perm = _argsorted(an)
+    bs = np.empty(nN)
+    for l in range(nN):
+        bs[l] = an[perm[l]]
+    for i in range(nP):
+        ai = ap[i]
+        lo = _first_t_above(tau, ai, bs, -_TCUT - 1e-300)
+        hi = _first_t_above(tau, ai, bs, _TCUT)
+        for l in range(lo, hi):
+            v, d1, h = phi_all(HINGE, 2.0, tau, ai - bs[l])
+            if h != 0.0:
+                j = perm[l]
                 hP[i] += h
                 hN[j] += h
                 for c in range(d):
@@ -487,6 +724,22 @@ def metric_value_grad(form, phi, q, tau, w, X, Y, nchunks, G, out):
     out[1] = s1
 
 
+# ---- plain loops through the losses module --------------------------------------------------
+# ``pair_loss_grad`` / ``point_loss_grad`` are inline="always"; wrapping each once keeps the
+# numba IR of the callers small (compile time) while LLVM still inlines the machine code.
+
+@njit(cache=True)
+def _pair_value(form, phi, q, w, X, i, yi, j, yj, dx):
+    """f(w; z_i, z_j) through ``losses.pair_loss_grad`` with scale 0 (value only)."""
+    return pair_loss_grad(form, phi, q, w, X, i, yi, j, yj, 0.0, dx[:0], dx)
+
+
+@njit(cache=True)
+def _point_value(form, phi, q, w, X, i, yi):
+    """f(w; z_i) through ``losses.point_loss_grad`` with scale 0 (value only)."""
+    return point_loss_grad(form, phi, q, w, X, i, yi, 0.0, w[:0])
+
+
 # ---- many parameter vectors at once -----------------------------------------------------------
 
 @njit(cache=True, inline="always")
@@ -499,6 +752,50 @@ def _scores(w, X, a):
         a[i] = s
 
 
+@njit(cache=True)
+def _risk_one(mode, kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst):
+    """F_S(w) at one w (see ``risk_batch``)."""
+    n, d = X.shape
+    npairs = n * (n - 1.0)
+    if kind == KIND_POINT:
+        tot = 0.0
+        for i in range(n):
+            tot += _point_value(form, phi, q, w, X, i, Y[i])
+        return tot / n
+    if mode == MODE_LOOP or kind == KIND_METRIC:
+        dx = np.empty(d)
+        tot = 0.0
+        if mode == MODE_LOOP:
+            for i in range(n):
+                for j in range(n):
+                    if j != i:
+                        tot += _pair_value(form, phi, q, w, X, i, Y[i], j, Y[j], dx)
+        else:
+            for i in range(n):
+                for j in range(i + 1, n):
+                    tot += 2.0 * _pair_value(form, phi, q, w, X, i, Y[i], j, Y[j], dx)
+        return tot / npairs
+    a = np.empty(n)
+    _scores(w, X, a)
+    fast = mode == MODE_FAST
+    if kind == KIND_PN:
+        nP = idxP.shape[0]
+        nN = idxN.shape[0]
+        ap = np.empty(nP)
+        an = np.empty(nN)
+        shift = 0.0
+        if fast:
+            for i in range(n):
+                shift += a[i]
+            shift /= n
+        for i in range(nP):
+            ap[i] = s * (a[idxP[i]] - shift)
+        for j in range(nN):
+            an[j] = s * (a[idxN[j]] - shift)
+        return (mult * pn_sum(phi, q, 0.0, ap, an, fast) + kconst) / npairs
+    return rank_sum(phi, q, a, Y, fast) / npairs
+
+
 @njit(cache=True, parallel=True)
 def risk_batch(mode, kind, form, phi, q, Ws, X, Y, idxP, idxN, s, mult, kconst, out):
     """out[k] = F_S(Ws[k]) for every parameter vector (parallel over k).
@@ -508,51 +805,10 @@ def risk_batch(mode, kind, form, phi, q, Ws, X, Y, idxP, idxN, s, mult, kconst, 
     MODE_SCORES = O(n^2) scalar loop over the precomputed scores a = X w; MODE_FAST = the
     O(n log n) shortcuts where available (see module doc), else as MODE_SCORES.  Metric forms
     (no scores) use the plain loop, over pairs i < j counted twice unless MODE_LOOP.
+    Each value is computed by one thread: results do not depend on the thread count.
     """
-    K = Ws.shape[0]
-    n, d = X.shape
-    npairs = n * (n - 1.0)
-    for k in prange(K):
-        w = Ws[k]
-        g = np.empty(0)
-        if kind == KIND_POINT:
-            tot = 0.0
-            for i in range(n):
-                tot += point_loss_grad(form, phi, q, w, X, i, Y[i], 0.0, g)
-            out[k] = tot / n
-        elif mode == MODE_LOOP or kind == KIND_METRIC:
-            dx = np.empty(d)
-            tot = 0.0
-            if mode == MODE_LOOP:
-                for i in range(n):
-                    for j in range(n):
-                        if j != i:
-                            tot += pair_loss_grad(form, phi, q, w, X, i, Y[i], j, Y[j], 0.0, g, dx)
-            else:
-                for i in range(n):
-                    for j in range(i + 1, n):
-                        tot += 2.0 * pair_loss_grad(form, phi, q, w, X, i, Y[i], j, Y[j], 0.0, g, dx)
-            out[k] = tot / npairs
-        else:
-            a = np.empty(n)
-            _scores(w, X, a)
-            fast = mode == MODE_FAST
-            if kind == KIND_PN:
-                nP = idxP.shape[0]
-                nN = idxN.shape[0]
-                ap = np.empty(nP)
-                an = np.empty(nN)
-                shift = 0.0
-                for i in range(n):
-                    shift += a[i]
-                shift = shift / n if fast else 0.0
-                for i in range(nP):
-                    ap[i] = s * (a[idxP[i]] - shift)
-                for j in range(nN):
-                    an[j] = s * (a[idxN[j]] - shift)
-                out[k] = (mult * pn_sum(phi, q, 0.0, ap, an, fast) + kconst) / npairs
-            else:
-                out[k] = rank_sum(phi, q, a, Y, fast) / npairs
+    for k in prange(Ws.shape[0]):
+        out[k] = _risk_one(mode, kind, form, phi, q, Ws[k], X, Y, idxP, idxN, s, mult, kconst)
 
 
 @njit(cache=True)
@@ -563,11 +819,10 @@ def _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a,
     n, d = X.shape
     if kind == KIND_METRIC:
         hrow[:] = 0.0
-        g = np.empty(0)
         sq = 0.0
         for i in range(n):
             for j in range(i + 1, n):
-                v = pair_loss_grad(form, phi, q, w, X, i, Y[i], j, Y[j], 0.0, g, dx)
+                v = _pair_value(form, phi, q, w, X, i, Y[i], j, Y[j], dx)
                 hrow[i] += v
                 hrow[j] += v
                 sq += 2.0 * v * v
@@ -596,6 +851,52 @@ def _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a,
     return 2.0 * half * half * sq + k0 * k0 * (nP * (nP - 1.0) + nN * (nN - 1.0))
 
 
+@njit(cache=True)
+def _ustat_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, res):
+    """res[0] = U (or the mean), res[1] = its standard error, at one w (see ``ustat_batch``)."""
+    m, d = X.shape
+    nP = idxP.shape[0]
+    nN = idxN.shape[0]
+    mm = m * (m - 1.0)
+    if kind == KIND_POINT:
+        s1 = 0.0
+        s2 = 0.0
+        for i in range(m):
+            v = _point_value(form, phi, q, w, X, i, Y[i])
+            s1 += v
+            s2 += v * v
+        mu = s1 / m
+        var = max(s2 / m - mu * mu, 0.0) * m / (m - 1.0)
+        res[0] = mu
+        res[1] = math.sqrt(var / m)
+        return
+    hrow = np.empty(m)
+    a = np.empty(m)
+    ap = np.empty(nP)
+    an = np.empty(nN)
+    rowP = np.empty(nP)
+    rowN = np.empty(nN)
+    dP = np.empty(nP)
+    dN = np.empty(nN)
+    dx = np.empty(d)
+    work = np.empty(m)
+    sq = _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a, ap, an,
+                   rowP, rowN, dP, dN, dx, work)
+    tot = 0.0
+    for i in range(m):
+        hrow[i] /= (m - 1.0)
+        tot += hrow[i]
+    U = tot / m
+    z1 = 0.0
+    for i in range(m):
+        e = hrow[i] - U
+        z1 += e * e
+    z1 /= (m - 1.0)
+    z2 = max(sq / mm - U * U, 0.0)
+    res[0] = U
+    res[1] = math.sqrt(max(4.0 * (m - 2.0) / mm * z1 + 2.0 / mm * z2, 0.0))
+
+
 @njit(cache=True, parallel=True)
 def ustat_batch(kind, form, phi, q, Ws, X, Y, idxP, idxN, s, mult, kconst, val, se):
     """U-statistic U = (1/(m(m-1))) sum_{i != j} f(w; z_i, z_j) over a test sample, and its
@@ -606,48 +907,8 @@ def ustat_batch(kind, form, phi, q, Ws, X, Y, idxP, idxN, s, mult, kconst, val, 
     kernel h and zeta_2 by the variance of h over the pairs.  The row-mean variance carries an
     upward bias of about zeta_2/(m-1), so the SE is slightly conservative.
     """
-    K = Ws.shape[0]
-    m, d = X.shape
-    nP = idxP.shape[0]
-    nN = idxN.shape[0]
-    mm = m * (m - 1.0)
-    for k in prange(K):
-        w = Ws[k]
-        if kind == KIND_POINT:
-            g = np.empty(0)
-            s1 = 0.0
-            s2 = 0.0
-            for i in range(m):
-                v = point_loss_grad(form, phi, q, w, X, i, Y[i], 0.0, g)
-                s1 += v
-                s2 += v * v
-            mu = s1 / m
-            var = max(s2 / m - mu * mu, 0.0) * m / (m - 1.0)
-            val[k] = mu
-            se[k] = math.sqrt(var / m)
-            continue
-        hrow = np.empty(m)
-        a = np.empty(m)
-        ap = np.empty(nP)
-        an = np.empty(nN)
-        rowP = np.empty(nP)
-        rowN = np.empty(nN)
-        dP = np.empty(nP)
-        dN = np.empty(nN)
-        dx = np.empty(d)
-        work = np.empty(m)
-        sq = _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a, ap, an,
-                       rowP, rowN, dP, dN, dx, work)
-        tot = 0.0
-        for i in range(m):
-            hrow[i] /= (m - 1.0)
-            tot += hrow[i]
-        U = tot / m
-        z1 = 0.0
-        for i in range(m):
-            e = hrow[i] - U
-            z1 += e * e
-        z1 /= (m - 1.0)
-        z2 = max(sq / mm - U * U, 0.0)
-        val[k] = U
-        se[k] = math.sqrt(max(4.0 * (m - 2.0) / mm * z1 + 2.0 / mm * z2, 0.0))
+    for k in prange(Ws.shape[0]):
+        res = np.empty(2)
+        _ustat_one(kind, form, phi, q, Ws[k], X, Y, idxP, idxN, s, mult, kconst, res)
+        val[k] = res[0]
+        se[k] = res[1]

@@ -95,7 +95,7 @@ def _pair(form, phi, q, w, Xs, Ys, i, j, prime, k, krow, scale, g, dx):
     return pair_loss_grad(form, phi, q, w, Xs, a, Ys[a], b, Ys[b], scale, g, dx)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult, g, dx):
     """Add mult * (average gradient of the step-t pairs at w) to g; return the average loss."""
     tot = 0.0
@@ -127,7 +127,7 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
     return tot / (n * (n - 1.0))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _dist(a, b):
     s = 0.0
     for c in range(a.shape[0]):
@@ -136,7 +136,7 @@ def _dist(a, b):
     return math.sqrt(s)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _copy(dst, src):
     for c in range(src.shape[0]):
         dst[c] = src[c]

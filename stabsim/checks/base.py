@@ -1,0 +1,353 @@
+"""The analysis framework: study results -> verdicts + figures -> ``summary.md``.
+
+An *analysis function* ("check") turns a study's spec and its assembled Dataset into a
+``CheckResult``::
+
+    from stabsim.checks import CheckResult, register_check
+
+    @register_check("my_check", description="one line")
+    def my_check(spec, ds) -> CheckResult:
+        res = CheckResult()
+        measure = uas_mean(ds)                       # stabsim.measures
+        v = check_bound(measure, bound, "EXPLICIT", key="P1.Thm4.uas")   # stabsim.verdicts
+        fig = plot_bound_overlay(measure, [(get(key), bound)], verdicts=[v])
+        res.add(v, figure=res.figure("thm4_uas.png", fig), explanation="...")
+        return res
+
+A study names its check in ``[study] check = "my_check"``.  ``analyse(study_dir)`` loads
+``data.nc`` and the study text stored in it (with the profile and seed of the run), runs the
+check, and writes into ``study_dir``:
+
+``summary.md``      description, profile, replicates, seed, the reproducing command, the
+                    verdict table (theorem, key, quantity, tag, verdict, worst margin or slope
+                    with CI, tightness, explanation) and the figures;
+``figures/*.png``   the check's figures;
+``analysis.json``   the rows of the table (read by ``stabsim.report``).
+
+Explanations: every verdict that is not "holds"/"consistent" carries one.  A check should
+attach its own (``res.add(v, explanation=...)``, e.g. "printed reading; CATALOGUE P1-E3 says
+..."); otherwise the verdict's own notes are used.  A check that raises gives one row with
+verdict "error" and the exception text, so a suite run never stops at an analysis failure.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import shlex
+import time
+import tomllib
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import xarray as xr
+
+from ..verdicts import Verdict
+
+__all__ = ["CheckResult", "Check", "CHECKS", "register_check", "get_check", "analyse", "check_name",
+           "load_results", "reproduce_command", "ANALYSIS_FILE", "SUMMARY_FILE", "FIGURE_DIR"]
+
+ANALYSIS_FILE = "analysis.json"
+SUMMARY_FILE = "summary.md"
+FIGURE_DIR = "figures"
+OK_VERDICTS = ("holds", "consistent")
+
+
+@dataclass
+class CheckResult:
+    """What a check returns.
+
+    verdicts      ``Verdict``s (one per bound key / rate claim), in table order.
+    figures       ``(file name, matplotlib Figure)`` pairs (PNG names, no folders).
+    explanations  verdict index -> text (required in effect for failed verdicts; see ``add``).
+    links         verdict index -> figure file name shown next to that verdict.
+    labels        verdict index -> a short label for the row (e.g. "n=100", "eta0 = 0 reading").
+    measured      measured constants the check used (EXPLICIT-DD inputs, certificates, ...).
+    notes         study-level remarks (printed under the table).
+    """
+
+    verdicts: list = field(default_factory=list)
+    figures: list = field(default_factory=list)
+    explanations: dict = field(default_factory=dict)
+    links: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+    measured: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+
+    def add(self, verdict: Verdict, *, figure: str | None = None, explanation: str | None = None,
+            label: str | None = None) -> Verdict:
+        i = len(self.verdicts)
+        self.verdicts.append(verdict)
+        if figure:
+            self.links[i] = figure
+        if explanation:
+            self.explanations[i] = explanation
+        if label:
+            self.labels[i] = label
+        return verdict
+
+    def figure(self, name: str, fig) -> str:
+        """Register ``fig`` under the file name ``name`` (``.png`` added); returns the name."""
+        name = name if name.endswith(".png") else name + ".png"
+        self.figures.append((name, fig))
+        return name
+
+    def explanation(self, i: int) -> str:
+        v = self.verdicts[i]
+        text = self.explanations.get(i, "")
+        if not text and v.verdict not in OK_VERDICTS:
+            text = "; ".join(v.notes) or v.summary()
+        return text
+
+
+@dataclass
+class Check:
+    name: str
+    func: Callable
+    description: str = ""
+
+
+CHECKS: dict[str, Check] = {}
+
+
+def register_check(name: str, *, description: str = "") -> Callable:
+    """Decorator registering ``func(spec, ds) -> CheckResult`` as the analysis ``name``."""
+
+    def deco(func):
+        if name in CHECKS and CHECKS[name].func is not func:
+            raise ValueError(f"analysis check {name!r} is registered twice")
+        CHECKS[name] = Check(name, func, description or (func.__doc__ or "").strip().split("\n")[0])
+        return func
+    return deco
+
+
+def get_check(name: str) -> Check:
+    _import_builtin()
+    if name not in CHECKS:
+        import difflib
+
+        close = difflib.get_close_matches(name, list(CHECKS), n=3)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise KeyError(f"no analysis check {name!r}.{hint} Registered: {', '.join(sorted(CHECKS))}")
+    return CHECKS[name]
+
+
+def _import_builtin():
+    """Import every ``stabsim/checks/p*.py`` (they register checks and study kinds)."""
+    import importlib
+    import pkgutil
+
+    from .. import checks
+
+    for m in pkgutil.iter_modules(checks.__path__):
+        if m.name.startswith("p") and m.name[1:2].isdigit():
+            importlib.import_module(f"{checks.__name__}.{m.name}")
+
+
+# ---- spec / data -----------------------------------------------------------------------------
+
+def check_name(spec) -> str | None:
+    """The check a study names: ``[study] check`` (a profile may override it)."""
+    try:
+        raw = tomllib.loads(spec.text or "")
+    except tomllib.TOMLDecodeError:
+        return None
+    name = raw.get("study", {}).get("check")
+    if spec.profile:
+        name = raw.get("profiles", {}).get(spec.profile, {}).get("study", {}).get("check", name)
+    return name
+
+
+def load_results(study_dir):
+    """(spec, ds, manifest) of a finished study directory (``ds`` loaded into memory)."""
+    from ..study import parse_study
+
+    study_dir = Path(study_dir)
+    data = study_dir / "data.nc"
+    if not data.is_file():
+        raise FileNotFoundError(f"{data} does not exist (run the study first)")
+    with xr.open_dataset(data, engine="h5netcdf") as ds:
+        ds = ds.load()
+    manifest = {}
+    if (study_dir / "study.json").is_file():
+        manifest = json.loads((study_dir / "study.json").read_text(encoding="utf-8"))
+    _import_builtin()  # kinds registered by the checks modules
+    text = ds.attrs.get("study_file", "")
+    profile = ds.attrs.get("study_profile") or None
+    path = ds.attrs.get("study_path") or None
+    spec = parse_study(text, path=path, profile=profile, seed=int(ds.attrs.get("seed", 0)))
+    return spec, ds, manifest
+
+
+def reproduce_command(spec, out_dir) -> str:
+    args = ["stabsim", "run", spec.id]
+    if spec.profile == "quick":
+        args.append("--quick")
+    elif spec.profile:
+        args += ["--profile", spec.profile]
+    args += ["--seed", str(spec.seed), "--out", str(out_dir)]
+    return shlex.join(args)
+
+
+# ---- formatting ----------------------------------------------------------------------------
+
+def _g(x, digits=3) -> str:
+    if x is None:
+        return ""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if math.isnan(x):
+        return ""
+    return f"{x:.{digits}g}"
+
+
+def _theorem(key: str) -> str:
+    from ..theory.registry import get
+
+    try:
+        b = get(key)
+    except KeyError:
+        return key
+    return f"{b.paper} {b.ref}"
+
+
+def _row(res: CheckResult, i: int, figure_prefix: str = FIGURE_DIR + "/") -> dict:
+    v = res.verdicts[i]
+    r = v.to_row()
+    if v.slope is not None:
+        value = f"slope {_g(v.slope)} {r['slope_ci']} vs {_g(v.exponent)}"
+    elif v.worst_margin is not None:
+        at = f" at {r['worst_at']}" if r["worst_at"] else ""
+        value = f"margin {_g(v.worst_margin)}{at}"
+    else:
+        value = ""
+    tight = ""
+    if np.isfinite(v.tightness_min):
+        tight = f"{_g(v.tightness_min, 2)}-{_g(v.tightness_max, 2)}"
+    return {"theorem": _theorem(v.key), "key": v.key, "label": res.labels.get(i, ""), "quantity": v.quantity,
+            "tag": v.tag, "verdict": v.verdict, "value": value, "tightness": tight,
+            "figure": (figure_prefix + res.links[i]) if i in res.links else "",
+            "explanation": res.explanation(i), "notes": r["notes"], "n_replicates": v.n_replicates,
+            "worst_margin": _num(v.worst_margin), "slope": _num(v.slope), "slope_ci": r["slope_ci"],
+            "exponent": _num(v.exponent), "tightness_min": _num(v.tightness_min),
+            "tightness_max": _num(v.tightness_max)}
+
+
+def _num(x):
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _md_cell(s) -> str:
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(rows: list[dict], cols: list[tuple[str, str]]) -> str:
+    out = ["| " + " | ".join(h for h, _ in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(_md_cell(r.get(k, "")) for _, k in cols) + " |")
+    return "\n".join(out)
+
+
+# ---- analyse ---------------------------------------------------------------------------------
+
+def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dict:
+    """Run the study's check on ``study_dir/data.nc``; write summary.md, figures/, analysis.json.
+
+    Returns the analysis record (the content of analysis.json).  A study without a check, or
+    a check that raises, still gets a summary (with the reason) and a record.
+    """
+    study_dir = Path(study_dir)
+    out_dir = study_dir.parent if out_dir is None else Path(out_dir)
+    t0 = time.perf_counter()
+    spec, ds, manifest = load_results(study_dir)
+    name = check_name(spec)
+    res, error = CheckResult(), None
+    if name is None:
+        error = "the study names no analysis check ([study] check = \"...\")"
+    else:
+        try:
+            res = get_check(name).func(spec, ds)
+        except Exception as e:  # the suite goes on; the summary says what went wrong
+            error = f"check {name!r} failed: {type(e).__name__}: {e}"
+            res = CheckResult(notes=[traceback.format_exc(limit=4)])
+    figdir = study_dir / FIGURE_DIR
+    for old in figdir.glob("*.png") if figdir.is_dir() else []:
+        old.unlink()
+    from ..plots import save
+
+    for fname, fig in res.figures:
+        save(fig, figdir / fname)
+    rows = [_row(res, i) for i in range(len(res.verdicts))]
+    if error:
+        rows.append({"theorem": "", "key": name or "", "label": "", "quantity": "", "tag": "", "verdict": "error",
+                     "value": "", "tightness": "", "figure": "", "explanation": error})
+    prev = {}
+    if (study_dir / ANALYSIS_FILE).is_file():
+        try:
+            prev = json.loads((study_dir / ANALYSIS_FILE).read_text(encoding="utf-8"))
+        except ValueError:
+            prev = {}
+    record = {
+        "study_id": spec.id, "description": spec.description, "kind": spec.kind, "check": name,
+        "profile": spec.profile, "seed": spec.seed, "replicates": spec.replicates,
+        "cells": len(spec.cells()), "sweep": {k: v for k, v in spec.sweep.items()},
+        "command": reproduce_command(spec, out_dir), "fingerprint": spec.fingerprint,
+        "run_seconds": run_seconds if run_seconds is not None else prev.get("run_seconds"),
+        "analysis_seconds": None, "analysed": _dt.datetime.now().isoformat(timespec="seconds"),
+        "measured": {k: _jsonable(v) for k, v in res.measured.items()}, "notes": list(res.notes),
+        "error": error, "rows": rows,
+    }
+    record["analysis_seconds"] = round(time.perf_counter() - t0, 2)
+    (study_dir / SUMMARY_FILE).write_text(_summary_md(record, ds, manifest), encoding="utf-8")
+    (study_dir / ANALYSIS_FILE).write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+    return record
+
+
+def _jsonable(v):
+    if isinstance(v, (np.floating, np.integer)):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return v
+
+
+COLUMNS = [("theorem", "theorem"), ("key", "key"), ("case", "label"), ("quantity", "quantity"), ("tag", "tag"),
+           ("verdict", "verdict"), ("worst margin / slope (CI)", "value"), ("tightness", "tightness"),
+           ("figure", "figure"), ("explanation", "explanation")]
+
+
+def _summary_md(rec: dict, ds, manifest) -> str:
+    rows = [dict(r, figure=f"[{Path(r['figure']).name}]({r['figure']})" if r.get("figure") else "")
+            for r in rec["rows"]]
+    rs = rec.get("run_seconds")
+    lines = [f"# {rec['study_id']}", "", rec["description"] or "", "",
+             f"- kind: `{rec['kind']}`, check: `{rec['check']}`",
+             f"- profile: `{rec['profile']}`, replicates per cell: {rec['replicates']}, cells: {rec['cells']}, "
+             f"seed: {rec['seed']}",
+             f"- sweep: {', '.join(f'{k} = {v}' for k, v in rec['sweep'].items()) or '(none)'}",
+             f"- reproduce: `{rec['command']}`",
+             f"- run time: {_g(rs) + ' s' if rs is not None else 'n/a'}; analysis: {rec['analysis_seconds']} s; "
+             f"stabsim {ds.attrs.get('stabsim_version', '?')}, commit {ds.attrs.get('git_commit', '') or 'n/a'}, "
+             f"fingerprint {rec['fingerprint']}",
+             "", "## Verdicts", "", md_table(rows, COLUMNS), ""]
+    if rec["measured"]:
+        lines += ["## Measured inputs", ""]
+        lines += [f"- `{k}` = {_g(v, 6) if isinstance(v, (int, float)) else v}" for k, v in rec["measured"].items()]
+        lines.append("")
+    if rec["notes"]:
+        lines += ["## Notes", ""] + [f"- {n}" if "\n" not in n else f"```\n{n}\n```" for n in rec["notes"]] + [""]
+    if rec.get("error"):
+        lines += ["## Error", "", rec["error"], ""]
+    figs = sorted({r["figure"] for r in rec["rows"] if r.get("figure")})
+    if figs:
+        lines += ["## Figures", ""] + [f"![{Path(f).name}]({f})" for f in figs] + [""]
+    return "\n".join(lines)
