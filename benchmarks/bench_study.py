@@ -10,7 +10,9 @@ Measures, for one study (default: ``example_twin``, profile ``full``):
   on both sides), no files;
 * ``chunked``: ``run_study`` in-process (chunks of ``[study] chunk`` replicates, each
   written, checked and finally assembled into ``data.nc``); overhead = chunked / unchunked - 1
-  (target < 10 % at the full profile's chunk size);
+  in wall and in CPU time (CPU time is steadier on a loaded machine), and the wall time spent
+  outside the cell function within the same run (target < 10 % at the full profile's chunk
+  size);
 * ``dask local:1`` / ``local:2``: ``run_study`` on a LocalCluster with 1 and 2 worker
   processes, with the cluster started and warmed up beforehand (steady state), plus the
   start-up + warm-up time on its own.
@@ -46,22 +48,69 @@ def _steps(spec) -> int:
     return total
 
 
-def unchunked(spec) -> float:
+def _timed(fn):
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def unchunked(spec) -> tuple[float, float]:
+    """(wall, cpu) of one cell-function call per cell with every replicate."""
     func = KINDS[spec.kind].func
-    t0 = time.perf_counter()
-    for cell in spec.cells():
-        func(spec, cell.coords, np.arange(spec.replicates, dtype=np.int64))
-    return time.perf_counter() - t0
+
+    def go():
+        for cell in spec.cells():
+            func(spec, cell.coords, np.arange(spec.replicates, dtype=np.int64))
+    return _timed(go)
 
 
-def chunked(spec, root: Path, **kw) -> tuple[float, float]:
+def chunked(spec, root: Path, **kw) -> tuple[float, float, float]:
+    """(wall, cpu, seconds inside the cell function) of a fresh ``run_study``."""
     out = Path(tempfile.mkdtemp(dir=root))
-    t0 = time.perf_counter()
-    res = run_study(spec, out, progress=False, log=lambda m: None, **kw)
-    wall = time.perf_counter() - t0
-    assert res.computed == spec.n_chunks
+    kind = KINDS[spec.kind]
+    inner = {"s": 0.0}
+    real = kind.func
+
+    def timed_cell(*a):
+        t0 = time.perf_counter()
+        try:
+            return real(*a)
+        finally:
+            inner["s"] += time.perf_counter() - t0
+
+    import stabsim.study as study_mod
+    from stabsim.store import StudyDir
+
+    real_write, real_assemble = StudyDir.write_chunk, study_mod.assemble
+
+    def timed_write(self, *a, **k):
+        t0 = time.perf_counter()
+        try:
+            return real_write(self, *a, **k)
+        finally:
+            PARTS["write"] += time.perf_counter() - t0
+
+    def timed_assemble(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return real_assemble(*a, **k)
+        finally:
+            PARTS["assemble"] += time.perf_counter() - t0
+
+    PARTS.update(write=0.0, assemble=0.0)
+    if "executor" not in kw:
+        kind.func = timed_cell
+    StudyDir.write_chunk, study_mod.assemble = timed_write, timed_assemble
+    try:
+        wall, cpu = _timed(lambda: run_study(spec, out, progress=False, log=lambda m: None, **kw))
+    finally:
+        kind.func = real
+        StudyDir.write_chunk, study_mod.assemble = real_write, real_assemble
     shutil.rmtree(out)
-    return wall, res.seconds
+    return wall, cpu, inner["s"], PARTS["write"], PARTS["assemble"]
+
+
+PARTS = {"write": 0.0, "assemble": 0.0}
 
 
 def _warm_worker():
@@ -91,14 +140,21 @@ def main(argv=None):
         # warm-up: numba cache load, imports
         warm = load_study(args.study, "quick") if "quick" in spec.text else spec
         run_study(warm, root / "warm", progress=False, log=lambda m: None)
-        unchunked(spec)
 
         rows = []
-        t_single = best(lambda: unchunked(spec), args.repeat)
-        rows.append(("in-process, one run_twin call per cell", t_single, ""))
-        t_chunk = best(lambda: chunked(spec, root)[0], args.repeat)
-        rows.append((f"in-process, chunks of {spec.chunk}", t_chunk,
-                     f"overhead {100 * (t_chunk / t_single - 1):+.1f} %"))
+        singles, chunks = [], []
+        for _ in range(args.repeat):  # interleaved, so both see the same machine load
+            singles.append(unchunked(spec))
+            chunks.append(chunked(spec, root))
+        (w1, c1), (w2, c2, inner, t_write, t_asm) = min(singles), min(chunks)
+        rows.append(("in-process, one run_twin call per cell", w1, f"cpu {c1:.2f} s"))
+        rows.append((f"in-process, chunks of {spec.chunk} (run_study)", w2,
+                     f"cpu {c2:.2f} s; overhead: wall {100 * (w2 / w1 - 1):+.1f} %, cpu "
+                     f"{100 * (c2 / c1 - 1):+.1f} %, outside the cell function {w2 - inner:.2f} s "
+                     f"= {100 * (w2 - inner) / inner:.1f} % of compute"))
+        rows.append(("  of which: writing + checking each chunk", t_write,
+                     f"{1000 * t_write / spec.n_chunks:.0f} ms per chunk"))
+        rows.append(("  of which: assembling and writing data.nc", t_asm, "once per study"))
         if not args.skip_dask:
             for n in (1, 2):
                 t0 = time.perf_counter()
@@ -107,7 +163,7 @@ def main(argv=None):
                 ex.client.run(_warm_worker)
                 startup = time.perf_counter() - t0
                 try:
-                    t = best(lambda: chunked(spec, root, executor=ex)[0], args.repeat)
+                    t = min(chunked(spec, root, executor=ex)[0] for _ in range(args.repeat))
                 finally:
                     ex.close()
                 rows.append((f"dask local:{n} ({n} worker{'s' if n > 1 else ''}, "
@@ -122,7 +178,8 @@ def main(argv=None):
     w = max(len(r[0]) for r in rows)
     print(f"{'mode':<{w}}  {'wall s':>7}  {'Mstep/s':>8}  note")
     for name, t, note in rows:
-        print(f"{name:<{w}}  {t:7.2f}  {steps / t / 1e6:8.2f}  {note}")
+        rate = f"{steps / t / 1e6:8.2f}" if not name.startswith("  ") else " " * 8
+        print(f"{name:<{w}}  {t:7.2f}  {rate}  {note}")
 
 
 if __name__ == "__main__":

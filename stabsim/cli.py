@@ -5,7 +5,8 @@
     stabsim list [--studies DIR]
     stabsim run STUDY... [--quick | --profile NAME] [--out DIR] [--seed N]
                          [--scheduler ADDR] [--force] [--keep-chunks] [--no-progress]
-    stabsim report [DIR]
+                         [--no-analyse] [--report DIR]
+    stabsim report [DIR] [--reports DIR]
     stabsim audit ...
 
 ``STUDY`` is a study id (``[study] id`` or the file name without ``.toml``) found in the
@@ -37,11 +38,12 @@ import json
 import os
 import shlex
 import sys
+import time
 import tomllib
 from pathlib import Path
 
-from .study import (StudyError, default_studies_dir, load_study, run_studies, study_index,
-                    _hint)
+from .study import (Executor, StudyError, default_studies_dir, load_study, run_studies, run_study,
+                    study_index, _hint)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -106,6 +108,8 @@ def resolve_studies(names, studies_dir: Path) -> list[Path]:
 
 
 def cmd_run(args) -> int:
+    from . import checks  # noqa: F401  (registers the study kinds of the analysis modules)
+
     paths = resolve_studies(args.study, _studies_dir(args))
     profile = "quick" if args.quick else args.profile
     specs = [load_study(p, profile, seed=args.seed) for p in paths]  # validate all before running any
@@ -115,10 +119,28 @@ def cmd_run(args) -> int:
         raise CLIError(f"two study files have the same id {sorted(dup)[0]!r}; ids name the output directories")
     hint = "run the same command again: " + shlex.join(["stabsim", *sys.argv[1:]]) if sys.argv[1:2] == ["run"] \
         else "run the same command again"
-    results = run_studies(specs, args.out, scheduler=args.scheduler, force=args.force,
-                          progress=not args.no_progress, keep_chunks=args.keep_chunks, resume_hint=hint)
-    for r in results:
-        print(r.summary())
+    t0 = time.perf_counter()
+    analyse = None
+    if not args.no_analyse:
+        from .checks import analyse
+    with Executor(args.scheduler) as ex:
+        for spec in specs:  # each study is analysed as soon as it finishes
+            r = run_study(spec, args.out, executor=ex, force=args.force, progress=not args.no_progress,
+                          keep_chunks=args.keep_chunks, resume_hint=hint)
+            print(r.summary())
+            if analyse is not None:
+                rec = analyse(r.out_dir, run_seconds=r.seconds, out_dir=args.out)
+                verdicts = ", ".join(f"{x['key']}{' [' + x['label'] + ']' if x.get('label') else ''}: {x['verdict']}"
+                                     for x in rec["rows"])
+                print(f"  -> {Path(r.out_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
+    # default for 'run suite': reports/ beside the output folder (./reports for the default --out out)
+    reports = args.report if args.report is not None else (
+        str(Path(args.out).parent / "reports") if "suite" in args.study else None)
+    if reports and analyse is not None:
+        from .report import report as write_report
+
+        print(write_report(args.out, reports, command=shlex.join(["stabsim", *sys.argv[1:]])
+                           if sys.argv[1:2] == ["run"] else None, wall_seconds=time.perf_counter() - t0))
     return 0
 
 
@@ -158,7 +180,8 @@ def cmd_report(args) -> int:
     except ModuleNotFoundError as e:
         if e.name not in ("stabsim.report",):
             raise
-    print(fn(args.dir))
+    reports = getattr(args, "reports", None)
+    print(fn(args.dir, reports) if reports and fn is not report else fn(args.dir))
     return 0
 
 
@@ -205,10 +228,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--keep-chunks", action="store_true", help="keep chunks/ after data.nc is written")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.add_argument("--studies", metavar="DIR", help="folder of study files for ids and 'suite'")
+    sp.add_argument("--no-analyse", action="store_true", help="do not analyse the studies (no summary.md)")
+    sp.add_argument("--report", metavar="DIR", default=None,
+                    help="write DIR/index.md over all studies in --out (default for 'run suite': "
+                         "reports/ beside --out, i.e. ./reports)")
     sp.set_defaults(func=cmd_run)
 
-    sp = sub.add_parser("report", help="summarise finished studies (placeholder)")
+    sp = sub.add_parser("report", help="verdict table over the finished studies -> reports/index.md")
     sp.add_argument("dir", nargs="?", default="out", help="output folder (default: ./out)")
+    sp.add_argument("--reports", metavar="DIR", default=None, help="where index.md goes (default: reports/ beside DIR, i.e. ./reports)")
     sp.set_defaults(func=cmd_report)
 
     sp = sub.add_parser("audit", help="empirical privacy audit (provided by stabsim.privacy.audit_runner)",

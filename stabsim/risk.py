@@ -41,7 +41,7 @@ from .constraints import FROBENIUS, L2, NONE, NUCLEAR, PSD, Constraint, get_cons
 from .kernels.risk_kernels import (KIND_METRIC, KIND_PN, KIND_POINT, KIND_RANK, MODE_FAST,
                                    MODE_LOOP, MODE_SCORES, metric_value_grad, phi_all, pn_alpha,
                                    pn_hess, pn_rows, pn_sum, point_rows, rank_rows, rank_sum,
-                                   risk_batch, ustat_batch)
+                                   risk_batch, sh_hess, sh_rows, sh_sum, ustat_batch)
 from .losses import (AUC, AUC_ORDERED, HINGE, LOGISTIC, METRIC, POINT_LSQ, QHINGE, RANKING, SQUARED, Loss,
                      get_loss)
 from .validation import check_Xy
@@ -228,6 +228,8 @@ class _Objective:
         pl = self.pl
         if pl.kind == KIND_PN:
             ap, an = self._block(w)
+            if self.phi == HINGE and tau > 0:
+                return self.K0 + self.c * sh_sum(tau, ap, an)
             return self.K0 + self.c * pn_sum(self.phi, self.q, tau, ap, an, True)
         if pl.kind == KIND_POINT:
             a = pl.X @ w
@@ -246,7 +248,10 @@ class _Objective:
             ap, an = self._block(w)
             nP, nN = ap.size, an.size
             rowP = np.empty(nP); rowN = np.empty(nN); dP = np.empty(nP); dN = np.empty(nN)
-            tot, _ = pn_rows(self.phi, self.q, tau, ap, an, True, rowP, rowN, dP, dN)
+            if self.phi == HINGE and tau > 0:
+                tot = sh_rows(tau, ap, an, rowP, rowN, dP, dN)
+            else:
+                tot, _ = pn_rows(self.phi, self.q, tau, ap, an, True, rowP, rowN, dP, dN)
             g = self.c * pl.s * (self.XP.T @ dP - self.XN.T @ dN)
             return self.K0 + self.c * tot, g, self.c * float(dP.sum())
         if pl.kind == KIND_POINT:
@@ -283,7 +288,10 @@ class _Objective:
                 normN = abs(pl.s) * np.linalg.norm(self.XN, axis=1)
             else:
                 normP = normN = np.zeros(0)
-            pn_hess(self.phi, self.q, tau, ap, an, self.XN, float(rad), normP, normN, hP, hN, T)
+            if self.phi == HINGE and tau > 0 and rad == 0:
+                sh_hess(tau, ap, an, self.XN, hP, hN, T)
+            else:
+                pn_hess(self.phi, self.q, tau, ap, an, self.XN, float(rad), normP, normN, hP, hN, T)
             H = (self.XP.T * hP) @ self.XP + (self.XN.T * hN) @ self.XN
             C = self.XP.T @ T
             H = H - C - C.T

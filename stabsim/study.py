@@ -96,9 +96,33 @@ str/int/float.  ``params`` maps section names to ``{key: Param}`` (sections othe
 ``study``, ``sweep``, ``bounds``, ``profiles`` are the kind's own); ``validate(spec)`` may
 check combinations (raise ``StudyError``).  Kinds used with dask must live in a module
 the workers can import.  The module that registers a kind must be imported before a
-study of that kind is loaded (``stabsim.study`` imports the built-in ones).
+study of that kind is loaded: ``get_kind`` imports the modules listed in ``KIND_MODULES``
+(``stabsim.checks``) the first time it meets an unknown kind.
 
-Execution and storage: see ``run_study`` and ``stabsim.store``.
+Execution
+=========
+
+``run_study(spec, out_dir, scheduler=...)`` (``stabsim run``).  The grid is the cartesian
+product of the sweep axes; a *chunk* is one cell x a block of ``chunk`` consecutive
+replicate ids.  ``scheduler``: ``None``/``"local"`` runs the chunks one after the other in
+this process (numba threads parallelise over the replicates inside a chunk); ``"local:N"``
+starts a ``dask.distributed.LocalCluster(n_workers=N, threads_per_worker=1,
+processes=True)`` (each worker's numba uses cpu_count // N threads) and submits every chunk
+with ``client.submit``; ``"tcp://host:port"`` uses an existing cluster.  Workers only
+compute and return the chunk's dataset; this process writes it, so workers need no access
+to the output folder.  Replicate r is a pure function of (seed, r), so every mode, thread
+count and chunk size gives bit-identical ``data.nc``.  A tqdm bar counts chunks (with
+ETA); Ctrl-C keeps the finished chunks and says how to resume.  ``run_studies`` shares one
+``Executor`` (one cluster) between several studies.
+
+Storage (``stabsim.store``), in ``OUT/<id>/``: ``study.json`` (the fingerprint: a hash of
+the normalised spec, which includes the seed and the stabsim version; a directory holding
+another fingerprint is refused unless ``force=True``), ``chunks/<cell-id>__r<start>-<stop>.nc``
+(each written to a temporary file, checked, then ``os.replace``-d; validated on start: a
+truncated, foreign or altered chunk is deleted and recomputed, leftover temporary files
+are removed) and ``data.nc`` (chunks concatenated along ``replicate`` per cell, cells
+stacked along the sweep dims, provenance attrs; written atomically, and the chunks are
+deleted only after it has been written and checked, unless ``keep_chunks``).
 """
 
 from __future__ import annotations
@@ -306,7 +330,22 @@ def register_kind(name: str, *, params: dict | None = None, validate: Callable |
     return deco
 
 
+#: Modules imported (once) when a study names a kind that is not registered yet: the places
+#: where theorem-specific kinds live.  Append to it to make another module's kinds
+#: available to ``load_study`` without importing it first.
+KIND_MODULES = ["stabsim.checks"]
+
+
 def get_kind(name: str) -> Kind:
+    if name not in KINDS:
+        import importlib
+
+        for mod in KIND_MODULES:
+            try:
+                importlib.import_module(mod)
+            except ModuleNotFoundError as e:
+                if e.name != mod:
+                    raise
     if name not in KINDS:
         raise _Bad(f"must be a registered study kind: {', '.join(map(repr, KINDS))}.{_hint(name, KINDS)}".rstrip("."))
     return KINDS[name]
@@ -665,7 +704,7 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
     for table in [merged] + [profiles[p] for p in profiles]:
         for sec in table:
             if sec not in allowed_sections:
-                loc = "" if table is merged else f" (in a profile)"
+                loc = "" if table is merged else " (in a profile)"
                 raise StudyError(f"{src}: unknown section [{sec}]{loc}.{_hint(sec, allowed_sections)} "
                                  f"Sections for kind {kind.name!r}: {', '.join('[' + s + ']' for s in allowed_sections)}")
     # typos in profiles that are not selected are errors too

@@ -454,13 +454,13 @@ def _first_t_above(tau, ai, bs, thr):
 
 
 @njit(cache=True, inline="always")
-def _first_t_below(tau, as_, bj, thr):
-    """Smallest l with t(as_[l], bj) < thr (t decreases with l for ascending as_)."""
+def _first_t_not_above(tau, as_, bj, thr):
+    """Smallest l with t(as_[l], bj) <= thr (t decreases with l for ascending as_)."""
     lo = 0
     hi = as_.shape[0]
     while lo < hi:
         mid = (lo + hi) >> 1
-        if _tval(tau, as_[mid], bj) < thr:
+        if _tval(tau, as_[mid], bj) <= thr:
             hi = mid
         else:
             lo = mid + 1
@@ -482,7 +482,7 @@ def sh_sum(tau, ap, an):
     tot = 0.0
     for i in range(nP):
         ai = ap[i]
-        lo = _first_t_above(tau, ai, bs, -_TCUT - 1e-300)  # first l with t >= -TCUT (approx.)
+        lo = _first_t_above(tau, ai, bs, -_TCUT)
         hi = _first_t_above(tau, ai, bs, _TCUT)
         k = nN - hi
         if k > 0:
@@ -516,7 +516,7 @@ def sh_rows(tau, ap, an, rowP, rowN, dP, dN):
     tot = 0.0
     for i in range(nP):
         ai = ap[i]
-        lo = _first_t_above(tau, ai, bs, -_TCUT - 1e-300)
+        lo = _first_t_above(tau, ai, bs, -_TCUT)
         hi = _first_t_above(tau, ai, bs, _TCUT)
         k = nN - hi
         v = 0.0
@@ -532,8 +532,8 @@ def sh_rows(tau, ap, an, rowP, rowN, dP, dN):
         tot += v
     for j in range(nN):
         bj = an[j]
-        hE = _first_t_below(tau, as_, bj, _TCUT + 1e-300)   # t > TCUT exactly for l < hE
-        lS = _first_t_below(tau, as_, bj, -_TCUT)           # t < -TCUT for l >= lS
+        hE = _first_t_not_above(tau, as_, bj, _TCUT)   # t > TCUT for l < hE
+        lS = _first_t_not_above(tau, as_, bj, -_TCUT)  # t <= -TCUT for l >= lS
         v = 0.0
         d = -1.0 * hE
         if hE > 0:
@@ -564,7 +564,7 @@ def sh_hess(tau, ap, an, XN, hP, hN, T):
         bs[l] = an[perm[l]]
     for i in range(nP):
         ai = ap[i]
-        lo = _first_t_above(tau, ai, bs, -_TCUT - 1e-300)
+        lo = _first_t_above(tau, ai, bs, -_TCUT)
         hi = _first_t_above(tau, ai, bs, _TCUT)
         for l in range(lo, hi):
             v, d1, h = phi_all(HINGE, 2.0, tau, ai - bs[l])

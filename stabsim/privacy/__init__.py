@@ -5,6 +5,8 @@
 * :mod:`.analytic` -- the exact (analytic) Gaussian mechanism of Balle & Wang (2018).
 * :mod:`.accountant` -- what those sigmas actually buy according to dp_accounting (RDP, PLD).
 * :mod:`.audit` -- Clopper-Pearson epsilon lower bounds for empirical privacy audits.
+* :mod:`.algorithms` -- the private algorithms as twin runs on S and S' (loaded lazily).
+* :mod:`.audit_runner` -- empirical audits: ``run_audit`` (loaded lazily).
 """
 
 from .errors import InfeasiblePrivacyParameters
@@ -30,3 +32,36 @@ __all__ = [
     "clopper_pearson_upper", "eps_from_rates", "eps_lower_from_counts", "eps_lower_from_scores",
 ]
 # The accountant (imports dp_accounting, ~1 s) is loaded lazily: ``from stabsim.privacy import accountant``.
+# The private algorithms and the audit runner (numba kernels) are loaded on first use too.
+_LAZY = {
+    "algorithms": ("algorithms", None),
+    "audit_runner": ("audit_runner", None),
+    "PRIVATE_ALGORITHMS": ("algorithms", "PRIVATE_ALGORITHMS"),
+    "run_private": ("algorithms", "run_private"),
+    "calibration_record": ("algorithms", "calibration_record"),
+    "p0_alg2": ("algorithms", "p0_alg2"),
+    "p1_alg3": ("algorithms", "p1_alg3"),
+    "p2_alg1": ("algorithms", "p2_alg1"),
+    "p3_giga": ("algorithms", "p3_giga"),
+    "p3_onpairstrc": ("algorithms", "p3_onpairstrc"),
+    "p3_onpairc": ("algorithms", "p3_onpairc"),
+    "p3_offpairstrc": ("algorithms", "p3_offpairstrc"),
+    "p3_offpairc": ("algorithms", "p3_offpairc"),
+    "p4_alg1": ("algorithms", "p4_alg1"),
+    "p4_alg2": ("algorithms", "p4_alg2"),
+    "run_audit": ("audit_runner", "run_audit"),
+    "make_canary": ("audit_runner", "make_canary"),
+    "AuditReport": ("audit_runner", "AuditReport"),
+    "PrivacyViolationWarning": ("audit_runner", "PrivacyViolationWarning"),
+}
+__all__ += list(_LAZY)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        m = importlib.import_module(f".{mod}", __name__)
+        return m if attr is None else getattr(m, attr)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

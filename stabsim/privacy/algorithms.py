@@ -654,9 +654,13 @@ def p3_plan(n, *, variant, alpha, lossf, cons, kappa, G=None, L=None, T1=None):
     try:
         burn = cal.p3_check_burnin(n, Lt, alpha, T1)
     except InfeasiblePrivacyParameters as e:
+        root = math.sqrt(n - 1) - 4.0
+        need = (f"alpha >= 4L/(sqrt(n-1) - 4) = {4.0 * L / root:.4g}" if root > 0 else
+                f"n >= 18 (T_1 >= 16 always, since L~ = L + alpha)")
         raise InfeasiblePrivacyParameters(
-            f"{e} [stabsim.privacy.algorithms.p3_{variant.lower()}: pass T1=<integer in [2, n)> "
-            f"to run anyway (recorded as 'not as in paper'), or raise alpha]") from None
+            f"{e} [stabsim.privacy.algorithms.p3_{variant.lower()}: here L~ = L + alpha "
+            f"(L={L:.4g}), so T_1 < n={n} needs {need}.  To run anyway pass "
+            f"T1=<integer in [2, {n})> (recorded as 'not as in paper').]") from None
     return dict(variant=variant, online=online, convex=convex, G=G, L=L, G_tilde=Gt,
                 L_tilde=Lt, alpha=alpha, T1=burn.T1, T1_paper=burn.T1_paper,
                 T1_as_in_paper=burn.as_in_paper, T1_note=burn.note, constants_rule=how)
@@ -845,7 +849,7 @@ def p3_giga(X, y, *, variant, eps, delta, alpha=None, loss="ranking_logistic",
 def _p3(variant):
     def f(X, y, **kw):
         return p3_giga(X, y, variant=variant, **kw)
-    f.__name__ = f"p3_{variant.lower()}"
+    f.__name__ = f.__qualname__ = f"p3_{variant.lower()}"
     f.__doc__ = f"P3 {P3_VARIANTS[variant][3]}: ``p3_giga(X, y, variant={variant!r}, ...)``."
     return f
 
