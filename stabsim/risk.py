@@ -40,7 +40,7 @@ from . import rng
 from .constraints import FROBENIUS, L2, NONE, NUCLEAR, PSD, Constraint, get_constraint
 from .kernels.risk_kernels import (KIND_METRIC, KIND_PN, KIND_POINT, KIND_RANK, MODE_FAST,
                                    MODE_LOOP, MODE_SCORES, metric_value_grad, phi_all, pn_alpha,
-                                   pn_hess, pn_rows, pn_sum, point_rows, rank_rows, rank_sum,
+                                   pn_hess, pn_rows, pn_sum, point_rows, rank_hess, rank_rows, rank_sum,
                                    risk_batch, sh_hess, sh_rows, sh_sum, ustat_batch)
 from .losses import (AUC, AUC_ORDERED, HINGE, LOGISTIC, METRIC, POINT_LSQ, QHINGE, RANKING, SQUARED, Loss,
                      get_loss)
@@ -49,6 +49,7 @@ from .validation import check_Xy
 __all__ = ["ErmResult", "RiskEstimate", "auc", "auc_from_scores", "empirical_grad",
            "empirical_risk", "erm", "misclassification", "mse", "population_risk"]
 
+_RANK_NEWTON_MAX = 3000  # ranking with > 2 labels: Newton needs n x n Hessian weights
 _METHODS = {"auto": MODE_FAST, "fast": MODE_FAST, "scores": MODE_SCORES, "loop": MODE_LOOP}
 
 
@@ -264,8 +265,8 @@ class _Objective:
         if pl.kind == KIND_RANK:
             a = pl.X @ w
             rows = np.empty(pl.n); drows = np.empty(pl.n)
-            tot, _ = rank_rows(self.phi, self.q, tau, a, pl.y, rows, drows)
-            return tot / pl.norm, pl.X.T @ drows / pl.norm, math.nan
+            tot, _, sd1 = rank_rows(self.phi, self.q, tau, a, pl.y, rows, drows)
+            return tot / pl.norm, pl.X.T @ drows / pl.norm, sd1 / pl.norm
         nch = 32
         G = np.empty((nch, pl.p))
         out = np.empty(2)
@@ -309,7 +310,14 @@ class _Objective:
                 point_rows(self.form, self.phi, self.q, tau, a, pl.y, v, d1, d2)
             H = (pl.X.T * d2) @ pl.X / pl.n
             return 0.5 * (H + H.T)
-        raise NotImplementedError("Hessians only for linear forms with at most two label values")
+        if pl.kind == KIND_RANK:
+            a = pl.X @ w
+            Hm = np.empty((pl.n, pl.n)); r = np.empty(pl.n)
+            norms = np.linalg.norm(pl.X, axis=1) if rad > 0 else np.zeros(pl.n)
+            rank_hess(self.phi, self.q, tau, a, pl.y, float(rad), norms, Hm, r)
+            H = 2.0 * ((pl.X.T * r) @ pl.X - pl.X.T @ (Hm @ pl.X)) / pl.norm
+            return 0.5 * (H + H.T)
+        raise NotImplementedError("Hessians only for the linear forms (not metric learning)")
 
     def _hess_squared(self):
         """Constant Hessian of the squared pairwise loss from centred class moments (O(n d^2))."""
@@ -690,7 +698,7 @@ def _certify_smooth(obj, w, cons, md, tau=0.0):
     Phi, g, _, _ = obj.Phig(w, tau)
     lbs = {"nonnegativity": 0.0}
     lbs["first-order (Frank-Wolfe gap / strong convexity reg)"] = _lb_first_order(Phi, w, g, obj.reg, cons, md)
-    if cons.kind == NONE and obj.pl.kind in (KIND_PN, KIND_POINT):
+    if cons.kind == NONE and obj.pl.kind in (KIND_PN, KIND_POINT, KIND_RANK):
         lbs["local strong convexity"] = _lb_local_curvature(obj, w, Phi, g, tau)
     name = max(lbs, key=lbs.get)
     return Phi, lbs[name], name
@@ -705,12 +713,12 @@ def _erm_quadratic(obj, cons, w0, md):
     secular equation), then two Newton refinements with the exact gradient."""
     pl = obj.pl
     p = pl.p
-    if pl.kind in (KIND_PN, KIND_POINT):
-        H = obj.PhiH(np.zeros(p))
-    else:  # ranking with > 2 labels: H from gradient differences (exact for a quadratic)
+    if pl.kind == KIND_RANK and pl.n > _RANK_NEWTON_MAX:  # gradient differences: exact for a quadratic
         g0 = obj.Phig(np.zeros(p))[1]
         H = np.column_stack([obj.Phig(np.eye(p)[k])[1] - g0 for k in range(p)])
         H = 0.5 * (H + H.T)
+    else:
+        H = obj.PhiH(np.zeros(p))
     R = cons.radius if cons.kind in (L2, FROBENIUS) else math.inf
     b = -obj.Phig(np.zeros(p))[1]
     w = _ball_qp(H, b, R)
@@ -946,17 +954,17 @@ def _erm_generic(obj, cons, w, md, tol, max_iter, tau=0.0):
             if fn <= f_y + g_y @ dlt + 0.5 * Lc * (dlt @ dlt) + 1e-15 * abs(f_y) or Lc > 1e16:
                 break
             Lc *= 2.0
-        if obj.Phi(wp, tau) < fn:  # restart
+        if obj.Phi(wp, tau) < fn:  # restart (no momentum)
             t = 1.0
             y_ = wp.copy()
             f_y, g_y = obj.Phig(y_, tau)[:2]
             Lc *= 0.9
-            continue
-        tn = 0.5 * (1 + math.sqrt(1 + 4 * t * t))
-        y_ = wn + (t - 1) / tn * (wn - wp)
-        wp, t = wn, tn
-        f_y, g_y = obj.Phig(y_, tau)[:2]
-        Lc *= 0.95
+        else:
+            tn = 0.5 * (1 + math.sqrt(1 + 4 * t * t))
+            y_ = wn + (t - 1) / tn * (wn - wp)
+            wp, t = wn, tn
+            f_y, g_y = obj.Phig(y_, tau)[:2]
+            Lc *= 0.95
         if it % 25 == 0:
             Phi, lb, _ = _certify_smooth(obj, wp, cons, md, tau)
             if Phi - lb <= 0.05 * tol:
@@ -1013,7 +1021,8 @@ def erm(X, y, loss, constraint="none", *, tol=1e-8, reg=0.0, q=None, w0=None,
         raise ValueError(f"w0 must have {pl.p} entries, got {w.shape}")
     if cons.kind != NONE:
         w = cons.project(w, md or None)
-    linear = pl.kind in (KIND_PN, KIND_POINT) and cons.kind in (NONE, L2, FROBENIUS)
+    linear = (pl.kind in (KIND_PN, KIND_POINT) or (pl.kind == KIND_RANK and pl.n <= _RANK_NEWTON_MAX)) \
+        and cons.kind in (NONE, L2, FROBENIUS)
     quadratic = lf.form == POINT_LSQ or (lf.phi == SQUARED and not lf.matrix)
     info = {}
     if quadratic and cons.kind in (NONE, L2, FROBENIUS) and not lf.matrix:

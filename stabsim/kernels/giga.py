@@ -90,7 +90,7 @@ def _row(i, prime, k, krow):
     return i
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _lhat(form, phi, q, w, Xs, Ys, order, t, prime, k, krow, scale, g, dx):
     """(1/(t-1)) sum_{s<t} l(w; z_t, z_s) over the stream order (t is 1-based); adds
     scale * its gradient into g.  Returns the average loss (without the regulariser)."""

@@ -597,6 +597,7 @@ def rank_rows(phi, q, tau, a, y, rows, drows):
     drows[:] = 0.0
     tot = 0.0
     totsq = 0.0
+    sd1 = 0.0
     for i in range(n):
         for j in range(i + 1, n):
             c = y[i] - y[j]
@@ -608,7 +609,31 @@ def rank_rows(phi, q, tau, a, y, rows, drows):
             drows[j] -= g
             tot += 2.0 * v
             totsq += 2.0 * v * v
-    return tot, totsq
+            sd1 += 2.0 * d1
+    return tot, totsq, sd1
+
+
+@njit(cache=True)
+def rank_hess(phi, q, tau, a, y, rad, norms, Hm, r):
+    """Weights of the ranking Hessian: Hm_ij = phi''(m_ij) (y_i - y_j)^2 (or, when rad > 0, the
+    lower bound of phi'' over |margin change| <= rad |y_i - y_j| (norms_i + norms_j)), r = row sums.
+    sum_{i != j} Hessians = 2 X' (diag(r) - Hm) X."""
+    n = a.shape[0]
+    r[:] = 0.0
+    for i in range(n):
+        Hm[i, i] = 0.0
+        for j in range(i + 1, n):
+            c = y[i] - y[j]
+            m = c * (a[i] - a[j])
+            if rad > 0.0:
+                h = phi2_lower(phi, q, tau, m, rad * abs(c) * (norms[i] + norms[j]))
+            else:
+                v, d1, h = phi_all(phi, q, tau, m)
+            h *= c * c
+            Hm[i, j] = h
+            Hm[j, i] = h
+            r[i] += h
+            r[j] += h
 
 
 @njit(cache=True)
@@ -829,7 +854,7 @@ def _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a,
         return sq
     _scores(w, X, a)
     if kind == KIND_RANK:
-        tot, sq = rank_rows(phi, q, 0.0, a, Y, hrow, work)
+        tot, sq, sd1 = rank_rows(phi, q, 0.0, a, Y, hrow, work)
         return sq
     nP = idxP.shape[0]
     nN = idxN.shape[0]
