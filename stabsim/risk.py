@@ -631,36 +631,48 @@ def _ball_qp(H, b, R):
 def _newton(obj, w, tau, cons, max_iter, ftol=1e-15):
     """Minimise Phi_tau over {none, l2 ball} by (projected) Newton steps with exact Hessians:
     each step minimises the quadratic model over the ball exactly (eigen-decomposition and a
-    secular equation), then backtracks along the feasible segment."""
+    secular equation), is capped to a trust radius (flat, piecewise-linear regions of the
+    smoothed hinge have a zero Hessian), then backtracks (Armijo) along the feasible segment."""
     R = cons.radius if cons.kind in (L2, FROBENIUS) else math.inf
     it = 0
     f = obj.Phi(w, tau)
+    Delta = max(1.0, float(np.linalg.norm(w)))
     for it in range(1, max_iter + 1):
         _, g, _, _ = obj.Phig(w, tau)
         H = obj.PhiH(w, tau)
-        if math.isfinite(R):
-            p = _ball_qp(H, H @ w - g, R) - w
-        else:
-            lam, Q = np.linalg.eigh(H)
-            lam = np.maximum(lam, 0.0)
-            delta = 1e-12 * max(lam.max(), 1e-300)
-            p = -(Q @ ((Q.T @ g) / (lam + delta)))
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            if math.isfinite(R):
+                p = _ball_qp(H, H @ w - g, R) - w
+            else:
+                lam, Q = np.linalg.eigh(H)
+                lam = np.maximum(lam, 0.0)
+                delta = 1e-12 * max(lam.max(), 1e-300)
+                p = -(Q @ ((Q.T @ g) / (lam + delta)))
+        if not np.all(np.isfinite(p)):
+            p = -g
+        pn = float(np.linalg.norm(p))
+        if pn > Delta:
+            p = p * (Delta / pn)
+            pn = Delta
         dec = -float(g @ p)
         if not (dec > ftol * max(1.0, abs(f))):
             break
         t = 1.0
-        while True:
+        accepted = False
+        while t >= 1e-12:
             wn = w + t * p
             if math.isfinite(R):
                 nn = np.linalg.norm(wn)
                 if nn > R:
                     wn *= R / nn
             fn = obj.Phi(wn, tau)
-            if fn <= f - 0.25 * t * dec or t < 1e-10:
+            if math.isfinite(fn) and fn <= f - 0.25 * t * dec:
+                accepted = True
                 break
             t *= 0.5
-        if fn > f:
+        if not accepted:
             break
+        Delta = max(Delta, 2.0 * pn) if t == 1.0 else max(t * pn, 1e-12)
         done = f - fn <= ftol * max(1.0, abs(f))
         w, f = wn, fn
         if done:
@@ -915,7 +927,7 @@ def _erm_hinge(obj, cons, w, md, tol, max_iter):
                 lb, lb_name = ex, f"weak duality, dual-feasible alpha in exact arithmetic (tau={tau:.0e})"
         if best_val - lb <= 0.1 * tol:
             break
-        tau /= 10.0 ** 0.5 if tau > 1e-3 else 10.0
+        tau /= 10.0 ** 0.5
     Phi, g = obj.Phig(best_w)[:2]
     fo = _lb_first_order(Phi, best_w, g, obj.reg, cons, md)
     if fo > lb:
@@ -1066,7 +1078,7 @@ def erm(X, y, loss, constraint="none", *, tol=1e-8, reg=0.0, q=None, w0=None,
     Phi = obj.Phi(w)
     lb = min(lb, Phi)
     cert = Phi - lb + _slack(Phi)
-    return ErmResult(w=w, value=float(Phi), certificate=float(cert), lower_bound=float(lb),
+    return ErmResult(w=w, value=float(Phi), certificate=float(cert), lower_bound=float(Phi - cert),
                      method=method, certificate_method=lb_name, converged=bool(cert <= tol),
                      n_iter=int(n_it), loss=lf.name, constraint=cons.name, reg=reg,
                      risk=float(obj.f(w)), info=info)
