@@ -359,8 +359,9 @@ def _phi2_lower_np(phi, tau, m, r):
 
 def empirical_grad(w, X, y, loss, *, q=None, reg=0.0):
     """grad F_S(w) (plus reg * w), the full gradient of the empirical risk (P1 Thm 8 uses
-    ||grad F_S||^2).  For the hinge losses it is the subgradient that takes phi'(1) = 0 at
-    the kink, for every pair consistently.  Linear forms cost O(n log n + n d) for hinge and
+    ||grad F_S||^2).  For the hinge losses it is a subgradient: phi'(m) = -1 for margins
+    m < 1 and 0 otherwise, decided once per pair from the computed scores (so at a margin
+    within rounding of 1 either side may be taken, consistently for the whole pair).  Linear forms cost O(n log n + n d) for hinge and
     squared phi, O(nP nN) scalar work otherwise; metric forms O(n^2 d^2).
     """
     pl = _plan(X, y, loss, q)
@@ -403,7 +404,7 @@ _SE_U = ("Hoeffding decomposition: Var U = 4(m-2)/(m(m-1)) zeta_1 + 2/(m(m-1)) z
 
 
 def _closed_form(problem, lossf):
-    if getattr(problem, "_risk", None) is None:
+    if problem.risk(np.zeros(problem.d)) is None:
         return None, ""
     if lossf.name == problem.loss_name:
         return problem.risk, f"closed form of {problem.name!r} for {lossf.name}"

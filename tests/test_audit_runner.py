@@ -107,3 +107,18 @@ def test_p3_canary_sits_at_first_giga_step():
                        alpha=1.0, T1=10, verbose=False, accountant=False)
     assert rep.canary["k"] == 10          # data index T_1 = position T_1 + 1
     assert rep.eps_accountant is None
+
+
+def test_cli_audit_flags_broken_privacy_and_passes_correct_noise(tmp_path):
+    """`stabsim audit` front end: exit 3 (violation) with noise 100x too small, 0 with the calibrated noise."""
+    import json
+
+    from stabsim.privacy.audit_runner import main
+
+    common = ["p4_alg1", "--eps", "2", "--loss", "point_logistic", "--T", "200", "--eta", "0.05",
+              "--replicates", "1000", "--n", "200", "--seed", "3"]
+    out = tmp_path / "broken.json"
+    assert main(common + ["--noise-scale", "0.01", "--json", str(out)]) == 3
+    assert json.loads(out.read_text())["eps_lower"] > 2
+    assert main(common) == 0
+    assert main(["p9_alg", "--eps", "1"]) == 2

@@ -353,6 +353,31 @@ def pn_rows(phi, q, tau, ap, an, fast, rowP, rowN, dP, dN):
                 rowN[j] = k * (1.0 + an[j]) - P1[k]
             dN[j] = -1.0 * k
         return tot, totsq
+    if fast and phi == LOGISTIC and _exp_ok(ap, an):
+        # factorised as in pn_sum: x = e^{-(a_i - b_j)}, phi = log1p(x), phi' = -x / (1 + x)
+        E = np.empty(nP)
+        F = np.empty(nN)
+        for i in range(nP):
+            E[i] = math.exp(-ap[i])
+        for j in range(nN):
+            F[j] = math.exp(an[j])
+        for i in range(nP):
+            ai = ap[i]
+            Ei = E[i]
+            for j in range(nN):
+                x = Ei * F[j]
+                if x <= 1.0:
+                    v = math.log1p(x)
+                else:
+                    v = (an[j] - ai) + math.log1p(1.0 / x)
+                d1 = -x / (1.0 + x) if x <= 1.0 else -1.0 / (1.0 + 1.0 / x)
+                rowP[i] += v
+                rowN[j] += v
+                dP[i] += d1
+                dN[j] += d1
+                totsq += v * v
+            tot += rowP[i]
+        return tot, totsq
     for i in range(nP):
         ai = ap[i]
         for j in range(nN):

@@ -384,3 +384,61 @@ def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="a
     if verbose:
         print(rep.summary())
     return rep
+
+
+def main(argv=None) -> int:
+    """``stabsim audit ALGORITHM [options]``: command-line front end of :func:`run_audit`.
+
+    The data are a shipped real data set (``--data diabetes``) or a synthetic problem
+    (``--data problem:auc_separable``, with ``--n`` and ``--d``), or the tight audit design
+    ``--data canary-copies`` (``--n`` copies of one point, so that only the noise can hide the
+    canary).  Exit status: 0 = no violation, 3 = PRIVACY VIOLATION FOUND, 2 = bad input.
+    """
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="stabsim audit", description=main.__doc__.split("\n")[0])
+    p.add_argument("algorithm", help=f"one of {', '.join(palg.PRIVATE_ALGORITHMS)}")
+    p.add_argument("--data", default="canary-copies",
+                   help="a stabsim.datasets name, 'problem:NAME' or 'canary-copies' (default)")
+    p.add_argument("--n", type=int, default=200)
+    p.add_argument("--d", type=int, default=2)
+    p.add_argument("--eps", type=float, required=True)
+    p.add_argument("--delta", type=float, default=1e-3)
+    p.add_argument("--replicates", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--confidence", type=float, default=0.95)
+    p.add_argument("--noise-scale", type=float, default=1.0,
+                   help="multiply the calibrated noise (anything but 1 breaks privacy on purpose)")
+    p.add_argument("--loss", default=None)
+    p.add_argument("--T", type=int, default=None)
+    p.add_argument("--eta", type=float, default=None)
+    p.add_argument("--json", default=None, help="also write the report as JSON to this file")
+    a = p.parse_args(argv)
+    try:
+        kw = {k: v for k, v in (("loss", a.loss), ("T", a.T), ("eta", a.eta)) if v is not None}
+        if a.data == "canary-copies":
+            X = np.tile(np.eye(a.d)[0], (a.n, 1))
+            pointwise = a.algorithm.startswith(("p4_alg1",))
+            y = np.ones(a.n) if pointwise else np.where(np.arange(a.n) % 2 == 0, 1.0, -1.0)
+            if not pointwise:
+                X = X * y[:, None]
+        elif a.data.startswith("problem:"):
+            from ..synthetic import make_problem
+            X, y = make_problem(a.data.split(":", 1)[1], d=a.d).sample(a.n, seed=a.seed)
+        else:
+            from .. import datasets
+            X, y, _ = datasets.load(a.data)
+        rep = run_audit(a.algorithm, X, y, eps=a.eps, delta=a.delta, replicates=a.replicates,
+                        seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, **kw)
+    except (ValueError, KeyError) as e:
+        print(f"stabsim audit: error: {e}")
+        return 2
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"algorithm": rep.algorithm, "eps_claimed": rep.eps_claimed, "delta": rep.delta,
+                       "eps_lower": rep.eps_lower, "confidence": rep.confidence,
+                       "eps_accountant_pld": rep.eps_accountant, "eps_accountant_rdp": rep.eps_accountant_rdp,
+                       "violation": rep.violation, "noise_scale": rep.noise_scale,
+                       "replicates": rep.replicates, "seconds": rep.seconds}, fh, indent=1)
+    return 3 if rep.violation else 0
