@@ -37,12 +37,12 @@ import scipy.optimize
 import scipy.stats
 
 from . import rng
-from .constraints import FROBENIUS, L2, NONE, NUCLEAR, PSD, Constraint, get_constraint
+from .constraints import FROBENIUS, L2, NONE, NUCLEAR, Constraint, get_constraint
 from .kernels.risk_kernels import (KIND_METRIC, KIND_PN, KIND_POINT, KIND_RANK, MODE_FAST,
                                    MODE_LOOP, MODE_SCORES, metric_value_grad, phi_all, pn_alpha,
-                                   pn_hess, pn_rows, pn_sum, point_rows, rank_hess, rank_rows, rank_sum,
-                                   risk_batch, sh_hess, sh_rows, sh_sum, ustat_batch)
-from .losses import (AUC, AUC_ORDERED, HINGE, LOGISTIC, METRIC, POINT_LSQ, QHINGE, RANKING, SQUARED, Loss,
+                                   pn_hess, pn_rows, pn_sum, point_rows, rank_hess, rank_rows,
+                                   rank_sum, risk_batch, sh_hess, sh_rows, sh_sum, ustat_batch)
+from .losses import (AUC, AUC_ORDERED, HINGE, LOGISTIC, METRIC, POINT_LSQ, QHINGE, SQUARED, Loss,
                      get_loss)
 from .validation import check_Xy
 
@@ -361,8 +361,9 @@ def empirical_grad(w, X, y, loss, *, q=None, reg=0.0):
     """grad F_S(w) (plus reg * w), the full gradient of the empirical risk (P1 Thm 8 uses
     ||grad F_S||^2).  For the hinge losses it is a subgradient: phi'(m) = -1 for margins
     m < 1 and 0 otherwise, decided once per pair from the computed scores (so at a margin
-    within rounding of 1 either side may be taken, consistently for the whole pair).  Linear forms cost O(n log n + n d) for hinge and
-    squared phi, O(nP nN) scalar work otherwise; metric forms O(n^2 d^2).
+    within rounding of 1 either side may be taken, consistently for the whole pair).
+    Linear forms cost O(n log n + n d) for hinge and squared phi, O(nP nN) scalar work
+    otherwise; metric forms O(n^2 d^2).
     """
     pl = _plan(X, y, loss, q)
     w = np.asarray(w, dtype=np.float64)
@@ -906,8 +907,10 @@ def _exact_solve(A, b):
 
 
 def _erm_hinge(obj, cons, w, md, tol, max_iter):
-    """Hinge losses: Newton on the softplus smoothing with tau = 0.3, 0.1, ..., then weak-duality
-    lower bounds from the smoothed dual weights (and the exact rational repair when unconstrained)."""
+    """Hinge losses: Newton on the softplus smoothing with tau = 0.3 / sqrt(10)^k (warm starts)
+    down to 1e-9; after each tau the best lower bound of: weak duality with the smoothed dual
+    weights, the subgradient first-order bound at the best point, and (unconstrained, reg = 0)
+    the exact rational repair.  Stops when the certificate is below tol / 10."""
     best_w, best_val = w.copy(), obj.Phi(w)
     lb, lb_name = 0.0, "nonnegativity"
     n_it = 0
@@ -922,6 +925,10 @@ def _erm_hinge(obj, cons, w, md, tol, max_iter):
         dl = _dual_lb_hinge(obj, w, tau, cons, md)
         if dl > lb:
             lb, lb_name = dl, f"weak duality (smoothed dual weights, tau={tau:.0e})"
+        Phi_b, g_b = obj.Phig(best_w)[:2]
+        fo = _lb_first_order(Phi_b, best_w, g_b, obj.reg, cons, md)
+        if fo > lb:
+            lb, lb_name = fo, "first-order (subgradient Frank-Wolfe gap)"
         if exact and best_val - lb > 0.1 * tol and tau < 0.02:
             ex = _exact_hinge_lb(obj, w, tau)
             if ex > lb:
@@ -929,11 +936,7 @@ def _erm_hinge(obj, cons, w, md, tol, max_iter):
         if best_val - lb <= 0.1 * tol:
             break
         tau /= 10.0 ** 0.5
-    Phi, g = obj.Phig(best_w)[:2]
-    fo = _lb_first_order(Phi, best_w, g, obj.reg, cons, md)
-    if fo > lb:
-        lb, lb_name = fo, "first-order (subgradient Frank-Wolfe gap)"
-    return best_w, best_val, lb, lb_name, n_it
+    return best_w, best_val, lb, lb_name, n_it, tau
 
 
 def _erm_generic(obj, cons, w, md, tol, max_iter, tau=0.0):
@@ -1003,18 +1006,27 @@ def erm(X, y, loss, constraint="none", *, tol=1e-8, reg=0.0, q=None, w0=None,
       gap <= ||g||^2 / (2 mu_r).  (No finite bound exists when the infimum is not attained,
       e.g. separable data: then only the nonnegativity bound 0 applies.)
     * hinge: weak duality.  (1 - m)_+ >= alpha (1 - m) for alpha in [0, 1], so for every alpha
-      min_W F_S >= K0 + c sum alpha - max_{v in W} v.z(alpha); alpha are the dual weights of the
+      min_W F_S >= K0 + c sum alpha - max_{v in W} v.z(alpha) (z = c sum alpha u, the margins
+      being m = w.u; over the l2 ball the max is R ||z||); alpha are the dual weights of the
       softplus-smoothed problem at its solution.  Unconstrained (reg = 0) the bound needs
-      z(alpha) = 0 exactly: alpha is corrected on d pairs in exact rational arithmetic.
+      z(alpha) = 0 exactly: alpha is rounded to a 2^-40 grid and corrected (least-norm, then
+      on d pairs in exact rational arithmetic), the bound evaluated exactly and rounded down.
     * always: min Phi >= 0 (every loss is nonnegative).
 
-    Solvers: squared losses in closed form (eigen-decomposition; ball: secular equation);
-    logistic by Newton with exact Hessians, each step minimising the quadratic model over the
-    ball exactly; hinge by Newton on the softplus smoothing tau log(1 + e^{(1-m)/tau}) with
-    tau decreasing to 1e-10 (stopping when the certificate reaches tol/10); metric forms,
-    ranking with more than two label values and the q-hinge by L-BFGS-B / FISTA.  Never uses
-    an SGD run.  Constraints: ``none``, ``l2`` / ``frobenius`` balls; ``nuclear`` and ``psd``
-    (metric forms) via FISTA with the matching first-order bound.
+    Solvers (deterministic; never the SGD run): squared losses in closed form (eigen-
+    decomposition; ball: secular equation) plus Newton refinements; logistic by Newton with
+    exact Hessians, each step minimising the quadratic model over the ball exactly, with a
+    trust radius and Armijo backtracking; hinge by the same Newton method on the softplus
+    smoothing tau log(1 + e^{(1-m)/tau}), tau = 0.3 / sqrt(10)^k down to 1e-9 with warm starts,
+    stopping as soon as the certificate is below tol/10; metric forms and the q-hinge by
+    L-BFGS-B (unconstrained) or FISTA with restarts (constrained), hinge ones on the smoothing.
+    Constraints: ``none``, ``l2`` / ``frobenius`` balls; ``nuclear`` and ``psd`` (metric
+    forms) via FISTA with the matching first-order bound.
+
+    Known limits (the certificate then stays honest but large, ``converged=False``): an
+    unattained infimum (separable data, logistic, unconstrained) unless F_S(w) itself gets
+    below tol; the q-hinge and metric losses unconstrained with reg = 0 (no curvature bound
+    implemented); the PSD cone with reg = 0 (needs sym(grad) >= 0 exactly).
 
     Accuracy: ``converged`` is True when certificate <= tol.  Rounding in evaluating F_S is
     covered by adding 1e-12 max(1, Phi) to the certificate, so tol below ~1e-12 is not reachable.
@@ -1044,8 +1056,9 @@ def erm(X, y, loss, constraint="none", *, tol=1e-8, reg=0.0, q=None, w0=None,
         method, n_it = "closed form (eigen-decomposition" + (", secular equation)" if cons.kind != NONE else ")"), 1
     elif lf.phi == HINGE and lf.form != POINT_LSQ:
         if linear:
-            w, Phi, lb, lb_name, n_it = _erm_hinge(obj, cons, w, md, tol, max_iter)
+            w, Phi, lb, lb_name, n_it, tau_end = _erm_hinge(obj, cons, w, md, tol, max_iter)
             method = "Newton on softplus smoothing, tau -> 0"
+            info["tau_last"] = tau_end
         else:
             best = (obj.Phi(w), w.copy())
             lb, lb_name = 0.0, "nonnegativity"
@@ -1078,6 +1091,7 @@ def erm(X, y, loss, constraint="none", *, tol=1e-8, reg=0.0, q=None, w0=None,
         Phi, lb, lb_name = _certify_smooth(obj, w, cons, md)
     Phi = obj.Phi(w)
     lb = min(lb, Phi)
+    info["oracle_calls"] = obj.nfev
     cert = Phi - lb + _slack(Phi)
     return ErmResult(w=w, value=float(Phi), certificate=float(cert), lower_bound=float(Phi - cert),
                      method=method, certificate_method=lb_name, converged=bool(cert <= tol),

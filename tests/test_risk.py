@@ -148,14 +148,18 @@ def test_closed_form_vs_u_statistic(name):
 def test_u_statistic_equals_empirical_risk_and_naive_se():
     Xt, yt = _data(8, 25, 2)
     W = np.random.default_rng(3).normal(size=(3, 2))
-    for loss in ("auc_hinge", "auc_squared", "ranking_logistic", "auc_ordered_hinge", "metric_logistic"):
+    yr = np.round(Xt[:, 0] * 2)  # several label values: the all-pairs ranking path
+    for loss, yy in (("auc_hinge", yt), ("auc_squared", yt), ("auc_logistic", yt),
+                     ("ranking_logistic", yt), ("auc_ordered_hinge", yt), ("metric_logistic", yt),
+                     ("ranking_hinge", yr), ("ranking_squared", yr)):
         lf = get_loss(loss)
         Wl = np.random.default_rng(3).normal(size=(3, 4)) if lf.matrix else W
-        est = population_risk(Wl, (Xt, yt), loss)
-        _close(est.value, empirical_risk(Wl, Xt, yt, loss), 1e-12)
+        est = population_risk(Wl, (Xt, yy), loss)
+        _close(est.value, empirical_risk(Wl, Xt, yy, loss), 1e-12)
+        yt_ = yy
         m = len(Xt)
         for w, se in zip(Wl, est.se):  # Hoeffding SE from the explicit kernel matrix
-            F = np.array([[lf.value_grad(w, (Xt[i], yt[i]), (Xt[j], yt[j]))[0] if i != j else 0.0
+            F = np.array([[lf.value_grad(w, (Xt[i], yt_[i]), (Xt[j], yt_[j]))[0] if i != j else 0.0
                            for j in range(m)] for i in range(m)])
             h = 0.5 * (F + F.T)
             U = h.sum() / (m * (m - 1))
@@ -361,10 +365,10 @@ def test_erm_metric_learning():
         assert r.converged, (loss, cons, r.certificate)
         V = rs.normal(size=(3000, 4))
         V /= np.maximum(1.0, np.linalg.norm(V, axis=1))[:, None]  # points in the Frobenius ball
-        if cons.startswith("nuclear"):
-            V = V[np.abs(np.linalg.eigvalsh(0.5 * (V.reshape(-1, 2, 2) + V.reshape(-1, 2, 2).transpose(0, 2, 1)))).sum(1) <= 1.0]
-            V = V.reshape(-1, 2, 2)
-            V = (0.5 * (V + V.transpose(0, 2, 1))).reshape(-1, 4)
+        if cons.startswith("nuclear"):  # symmetric, nuclear norm <= 1
+            M = V.reshape(-1, 2, 2)
+            M = 0.5 * (M + M.transpose(0, 2, 1))
+            V = M[np.abs(np.linalg.eigvalsh(M)).sum(1) <= 1.0].reshape(-1, 4)
         assert empirical_risk(V, X, y, loss).min() >= r.lower_bound - 1e-13
 
 

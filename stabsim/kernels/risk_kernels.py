@@ -36,7 +36,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from ..losses import (HINGE, LOGISTIC, METRIC, METRIC_TAU, POINT_LSQ, QHINGE, SQUARED,
+from ..losses import (HINGE, LOGISTIC, METRIC_TAU, POINT_LSQ, QHINGE, SQUARED,
                       pair_loss_grad, phi_value_deriv, point_loss_grad)
 
 KIND_POINT, KIND_PN, KIND_RANK, KIND_METRIC = range(4)
