@@ -397,7 +397,13 @@ def main(argv=None) -> int:
     import argparse
     import json
 
-    p = argparse.ArgumentParser(prog="stabsim audit", description=main.__doc__.split("\n")[0])
+    import sys
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):  # one-line errors, like the rest of the CLI
+            raise ValueError(message)
+
+    p = _Parser(prog="stabsim audit", description=main.__doc__.split("\n")[0])
     p.add_argument("algorithm", help=f"one of {', '.join(palg.PRIVATE_ALGORITHMS)}")
     p.add_argument("--data", default="canary-copies",
                    help="a stabsim.datasets name, 'problem:NAME' or 'canary-copies' (default)")
@@ -414,8 +420,8 @@ def main(argv=None) -> int:
     p.add_argument("--T", type=int, default=None)
     p.add_argument("--eta", type=float, default=None)
     p.add_argument("--json", default=None, help="also write the report as JSON to this file")
-    a = p.parse_args(argv)
     try:
+        a = p.parse_args(argv)
         kw = {k: v for k, v in (("loss", a.loss), ("T", a.T), ("eta", a.eta)) if v is not None}
         if a.data == "canary-copies":
             X = np.tile(np.eye(a.d)[0], (a.n, 1))
@@ -432,7 +438,7 @@ def main(argv=None) -> int:
         rep = run_audit(a.algorithm, X, y, eps=a.eps, delta=a.delta, replicates=a.replicates,
                         seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, **kw)
     except (ValueError, KeyError) as e:
-        print(f"stabsim audit: error: {e}")
+        print(f"stabsim: error: audit: {e}", file=sys.stderr)
         return 2
     if a.json:
         with open(a.json, "w") as fh:
