@@ -8,7 +8,7 @@ import pytest
 
 from stabsim.cli import main
 
-STUDIES = ["p1_thm4_uas", "p1_thm5_uas"]
+STUDIES = ["p1_thm4_uas", "p1_thm5_uas", "p1_thm6a_opt"]
 
 
 @pytest.fixture(scope="module")
