@@ -49,7 +49,8 @@ import xarray as xr
 from ..verdicts import Verdict
 
 __all__ = ["CheckResult", "Check", "CHECKS", "register_check", "get_check", "analyse", "check_name",
-           "load_results", "reproduce_command", "ANALYSIS_FILE", "SUMMARY_FILE", "FIGURE_DIR"]
+           "load_results", "reproduce_command", "ANALYSIS_FILE", "SUMMARY_FILE", "FIGURE_DIR",
+           "sweep_slices", "constant_eta"]
 
 ANALYSIS_FILE = "analysis.json"
 SUMMARY_FILE = "summary.md"
@@ -351,3 +352,25 @@ def _summary_md(rec: dict, ds, manifest) -> str:
     if figs:
         lines += ["## Figures", ""] + [f"![{Path(f).name}]({f})" for f in figs] + [""]
     return "\n".join(lines)
+
+
+# ---- helpers shared by the paper checks ---------------------------------------------------------
+
+def sweep_slices(spec, ds, consumed=()):
+    """Yield (label, cell params, sub-dataset) over the sweep axes of ``ds`` not in ``consumed``."""
+    import itertools
+
+    axes = [a for a in spec.sweep if a not in consumed and a in ds.dims]
+    for combo in itertools.product(*(list(ds[a].values) for a in axes)):
+        sel = {a: (v.item() if hasattr(v, "item") else v) for a, v in zip(axes, combo)}
+        params = spec.cell_params({a: v for a, v in sel.items() if a in spec.axes})
+        sub = ds.sel(sel) if sel else ds
+        yield ", ".join(f"{a}={v}" for a, v in sel.items()), params, sub
+
+
+def constant_eta(params) -> float:
+    """The cell's step size, which must be a constant (not a schedule)."""
+    eta = params["algorithm"]["eta"]
+    if isinstance(eta, str):
+        raise ValueError(f"this check needs a constant step size, got eta = {eta!r}")
+    return float(eta)

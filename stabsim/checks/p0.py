@@ -29,7 +29,7 @@ import xarray as xr
 from ..measures import REPLICATE, uas_quantile
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, choice, register_kind, twin_params
 from ..verdicts import check_bound
-from .base import CheckResult, register_check
+from .base import CheckResult, constant_eta, register_check, sweep_slices
 
 REFERENCE = {
     "point": Param("reference point w_ref of the regret path: 'w_star_hinge' (auc_separable) or 'zeros'",
@@ -82,24 +82,6 @@ def twin_ref_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dat
 
 # ---- helpers ------------------------------------------------------------------------------------
 
-def _slices(spec, ds, consumed=()):
-    import itertools
-
-    axes = [a for a in spec.sweep if a not in consumed and a in ds.dims]
-    for combo in itertools.product(*(list(ds[a].values) for a in axes)):
-        sel = {a: (v.item() if hasattr(v, "item") else v) for a, v in zip(axes, combo)}
-        params = spec.cell_params({a: v for a, v in sel.items() if a in spec.axes})
-        sub = ds.sel(sel) if sel else ds
-        yield ", ".join(f"{a}={v}" for a, v in sel.items()), params, sub
-
-
-def _constant_eta(params) -> float:
-    eta = params["algorithm"]["eta"]
-    if isinstance(eta, str):
-        raise ValueError(f"P0 Alg. 1 uses a constant step size, got eta = {eta!r}")
-    return float(eta)
-
-
 def _G(params) -> tuple[float, float]:
     from ..constraints import get_constraint
     from ..losses import get_loss
@@ -151,9 +133,9 @@ def check_thm1(spec, ds) -> CheckResult:
     avg_keys = [k for k in keys if k.startswith("P0.Eq9.avg_sq")]
     if not it_keys and not avg_keys:
         raise ValueError("[bounds] keys must contain P0.Thm1.iterate_sq.* or P0.Eq9.avg_sq.*")
-    for label, params, sub in _slices(spec, ds):
+    for label, params, sub in sweep_slices(spec, ds):
         G, kappa = _G(params)
-        eta, n = _constant_eta(params), params["data"]["n"]
+        eta, n = constant_eta(params), params["data"]["n"]
         sfx = f" ({label})" if label else ""
         res.measured["G" + sfx] = G
         base_notes = [f"gamma = {gamma}", f"G = {G:.4g} (sup||x|| = {kappa:.4g})",
@@ -222,9 +204,9 @@ def check_regret(spec, ds) -> CheckResult:
 
     res = CheckResult()
     key = "P0.LemA9.regret"
-    for label, params, sub in _slices(spec, ds):
+    for label, params, sub in sweep_slices(spec, ds):
         G, kappa = _G(params)
-        eta = _constant_eta(params)
+        eta = constant_eta(params)
         B = float(sub.attrs.get("w_ref_norm", ds.attrs.get("w_ref_norm", math.nan)))
         if not math.isfinite(B):
             pb = _problem(params["data"])

@@ -28,7 +28,7 @@ from ..measures import REPLICATE, mean_ci, order_statistic_ci_indices, empirical
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, boolean, integer, number, \
     register_kind, twin_params
 from ..verdicts import check_bound
-from .base import CheckResult, register_check
+from .base import CheckResult, constant_eta, register_check, sweep_slices
 
 RISK = {
     "m": Param("test sample size for F (U-statistic); ignored with a closed form", 2000,
@@ -113,27 +113,6 @@ KINDS["twin_risk"].validate = _validate_twin_risk
 
 # ---- helpers ------------------------------------------------------------------------------------
 
-def _slices(spec, ds, consumed=("neighbour",)):
-    """Yield (label, params, sub-dataset) over the sweep axes other than ``consumed``."""
-    import itertools
-
-    axes = [a for a in spec.sweep if a not in consumed and a in ds.dims]
-    for combo in itertools.product(*(list(ds[a].values) for a in axes)):
-        sel = {a: (v.item() if hasattr(v, "item") else v) for a, v in zip(axes, combo)}
-        coords = {a: v for a, v in sel.items()}
-        params = spec.cell_params({a: v for a, v in coords.items() if a in spec.axes})
-        sub = ds.sel(sel) if sel else ds
-        label = ", ".join(f"{a}={v}" for a, v in sel.items())
-        yield label, params, sub
-
-
-def _constant_eta(params) -> float:
-    eta = params["algorithm"]["eta"]
-    if isinstance(eta, str):
-        raise ValueError(f"this check needs a constant step size, got eta = {eta!r}")
-    return float(eta)
-
-
 def _constants(params) -> dict:
     """G, L, kappa and the constraint radius for the cell's loss and problem."""
     from ..constraints import get_constraint
@@ -186,14 +165,14 @@ def check_uas(spec, ds) -> CheckResult:
     keys = [k for k in spec.bounds.get("keys", []) if k in ("P1.Thm4.uas", "P1.Thm5.uas")]
     if not keys:
         raise ValueError("[bounds] keys must contain P1.Thm4.uas or P1.Thm5.uas")
-    for label, params, sub in _slices(spec, ds):
+    for label, params, sub in sweep_slices(spec, ds, consumed=("neighbour",)):
         if "neighbour" in sub.dims:
             cands = [sub.sel(neighbour=v).assign_attrs(neighbour=str(v)) for v in sub["neighbour"].values]
         else:
             cands = [sub]
         measure = uas_mean(cands)
         c = _constants(params)
-        eta, n = _constant_eta(params), params["data"]["n"]
+        eta, n = constant_eta(params), params["data"]["n"]
         t = measure["t"].values.astype(float)
         bounds, verdicts = [], []
         for key in keys:
@@ -214,8 +193,8 @@ def check_uas(spec, ds) -> CheckResult:
             res.add(v, figure=fig, label=label or None, explanation=expl)
         res.measured[f"G{' (' + label + ')' if label else ''}"] = c["G"]
     if "P1.Thm5.uas" in keys:
-        c = _constants(next(_slices(spec, ds))[1])
-        eta = _constant_eta(next(_slices(spec, ds))[1])
+        c = _constants(next(sweep_slices(spec, ds, consumed=("neighbour",)))[1])
+        eta = constant_eta(next(sweep_slices(spec, ds, consumed=("neighbour",)))[1])
         res.notes.append(f"Thm 5 needs eta <= 2/L: eta = {eta:g}, 2/L = {2 / c['L']:.4g}"
                          + ("" if eta <= 2 / c["L"] else "  ** NOT satisfied **"))
     res.notes.append("UAS is a sup over neighbouring pairs; the simulation sees only the candidates run "
@@ -235,7 +214,7 @@ def check_gen(spec, ds) -> CheckResult:
         raise ValueError("[bounds] keys must contain P1.Thm4.gen or P1.Thm5.gen")
     if not spec.sections["data"]["per_replicate"]:
         res.notes.append("data.per_replicate = false: the expectation over S is not sampled (one data set)")
-    for label, params, sub in _slices(spec, ds):
+    for label, params, sub in sweep_slices(spec, ds, consumed=("neighbour",)):
         gap = sub["F_out"] - sub["FS_out"]
         measure = mean_ci(gap)
         widen = 2.0 * float(sub["F_out_se"].mean())
@@ -244,7 +223,7 @@ def check_gen(spec, ds) -> CheckResult:
         measure = measure.assign_coords(t=sub["t"])
         measure.attrs.update(quantity="gen_gap", note="mean over replicates (fresh S each) of F - F_S")
         c = _constants(params)
-        eta, n = _constant_eta(params), params["data"]["n"]
+        eta, n = constant_eta(params), params["data"]["n"]
         t = measure["t"].values.astype(float)
         bounds, verdicts = [], []
         for key in keys:
@@ -282,7 +261,7 @@ def check_opt(spec, ds) -> CheckResult:
 
     res = CheckResult()
     keys = _bound_keys(spec, "P1.Thm6a")
-    for label, params, sub in _slices(spec, ds):
+    for label, params, sub in sweep_slices(spec, ds, consumed=("neighbour",)):
         gap, cert, dist_sq = _opt_values(sub)
         measure = mean_ci(gap)
         for v in ("estimate", "lower", "upper"):
@@ -290,7 +269,7 @@ def check_opt(spec, ds) -> CheckResult:
         measure = measure.assign_coords(t=sub["t"])
         measure.attrs.update(quantity="opt_error", note="E_A F_S(w_bar_t) - F_S(w_hat) + certificate")
         c = _constants(params)
-        eta = _constant_eta(params)
+        eta = constant_eta(params)
         t = measure["t"].values.astype(float)
         bounds, verdicts = [], []
         for key in keys:
@@ -323,7 +302,7 @@ def check_opt_hp(spec, ds) -> CheckResult:
     keys = _bound_keys(spec, "P1.Thm7a")
     delta = spec.bounds.get("delta") or 0.1
     level = 0.95
-    for label, params, sub in _slices(spec, ds):
+    for label, params, sub in sweep_slices(spec, ds, consumed=("neighbour",)):
         gap, cert, dist_sq = _opt_values(sub)
         vals = gap.transpose(REPLICATE, "t").values
         R = vals.shape[0]
@@ -341,7 +320,7 @@ def check_opt_hp(spec, ds) -> CheckResult:
             raise ValueError("Thm 7(a) needs a bounded loss: give a constraint l2:R")
         from ..losses import get_loss
         B = 1.0 + get_loss(params["algorithm"]["loss"])._margin_range(c["kappa"], c["radius"])
-        eta = _constant_eta(params)
+        eta = constant_eta(params)
         t = measure["t"].values.astype(float)
         bounds, verdicts = [], []
         for key in keys:

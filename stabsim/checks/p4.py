@@ -31,7 +31,7 @@ from ..measures import REPLICATE, mean_ci, onavg_stability
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, boolean, integer, number, \
     register_kind, twin_params, choice
 from ..verdicts import check_bound, check_rate
-from .base import CheckResult, register_check
+from .base import CheckResult, constant_eta, register_check, sweep_slices
 
 RISK = {
     "m": Param("test sample size for the Monte Carlo F(w_priv)", 20000, integer(3, " (test sample size)"),
@@ -157,24 +157,6 @@ def p4_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Data
 
 # ---- helpers ------------------------------------------------------------------------------------
 
-def _slices(spec, ds, consumed=()):
-    import itertools
-
-    axes = [a for a in spec.sweep if a not in consumed and a in ds.dims]
-    for combo in itertools.product(*(list(ds[a].values) for a in axes)):
-        sel = {a: (v.item() if hasattr(v, "item") else v) for a, v in zip(axes, combo)}
-        params = spec.cell_params({a: v for a, v in sel.items() if a in spec.axes})
-        sub = ds.sel(sel) if sel else ds
-        yield ", ".join(f"{a}={v}" for a, v in sel.items()), params, sub
-
-
-def _constant_eta(params) -> float:
-    eta = params["algorithm"]["eta"]
-    if isinstance(eta, str):
-        raise ValueError(f"this check needs a constant step size, got eta = {eta!r}")
-    return float(eta)
-
-
 def _constants(params) -> dict:
     from ..constraints import get_constraint
     from ..losses import get_loss
@@ -235,10 +217,10 @@ def check_onavg(spec, ds) -> CheckResult:
         raise ValueError("[bounds] keys must contain P4.Lemma14a.onavg or P4.Lemma19a.onavg")
     if not spec.sections["data"]["per_replicate"]:
         raise ValueError("on-average stability needs [data] per_replicate = true (one S per replicate)")
-    for label, params, sub in _slices(spec, ds):
+    for label, params, sub in sweep_slices(spec, ds):
         c = _constants(params)
         a = params["algorithm"]
-        eta, n = _constant_eta(params), params["data"]["n"]
+        eta, n = constant_eta(params), params["data"]["n"]
         sfx = f" ({label})" if label else ""
         # E[sum_j eta_j^2 F_S(w_j)] (P4 numbering, w_1 = 0): the kernel's fhat_j(w_{j-1}) with w_0 = 0 is an
         # unbiased estimate of F_S at P4's w_j, so eta2_loss_path at t IS the sum over j = 1..t.  Use the lower
@@ -291,7 +273,7 @@ def check_opt(spec, ds) -> CheckResult:
 
     res = CheckResult()
     key = "P4.Thm16a.opt"
-    for label, params, sub in _slices(spec, ds):
+    for label, params, sub in sweep_slices(spec, ds):
         c = _constants(params)
         eta = float(sub["eta_eff"].values.max())
         T = int(sub["T_eff"].values.max())
@@ -330,7 +312,7 @@ def check_rates(spec, ds) -> CheckResult:
         raise ValueError("[bounds] keys must contain P4.Thm3a.excess or P4.Thm3b.excess")
     from ..theory import get
 
-    for label, params, sub in _slices(spec, ds, consumed=("n",)):
+    for label, params, sub in sweep_slices(spec, ds, consumed=("n",)):
         c = _constants(params)
         pb = c["problem"]
         Fstar, how = _F_star(pb, spec.seed)
