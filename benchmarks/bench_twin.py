@@ -31,8 +31,21 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-if str(ROOT) not in sys.path:  # run as a script from anywhere without installing
-    sys.path.insert(0, str(ROOT))
+
+
+def _stabsim_root(argv) -> str:
+    """``--stabsim DIR`` (a directory holding a ``stabsim`` package, e.g. a scratch copy with a
+    kernel change to compare) or the repository root."""
+    for i, a in enumerate(argv):
+        if a == "--stabsim" and i + 1 < len(argv):
+            return str(Path(argv[i + 1]).resolve())
+        if a.startswith("--stabsim="):
+            return str(Path(a.split("=", 1)[1]).resolve())
+    return str(ROOT)
+
+
+STABSIM_ROOT = _stabsim_root(sys.argv[1:])
+sys.path.insert(0, STABSIM_ROOT)  # this checkout (or --stabsim DIR) before any installed copy
 
 import numba  # noqa: E402
 
@@ -85,8 +98,20 @@ def machine_info() -> dict:
         "cpu_model": cpu, "simd": simd, "logical_cores": os.cpu_count(), "usable_cores": affinity,
         "platform": platform.platform(), "python": platform.python_version(),
         "numpy": np.__version__, "numba": numba.__version__, "stabsim": stabsim.__version__,
+        "stabsim_path": str(Path(stabsim.__file__).parent),
         "numba_max_threads": numba.config.NUMBA_NUM_THREADS, "gcc": gcc_version,
     }
+
+
+def steal_ticks():
+    """Cumulative steal time of all CPUs (/proc/stat, clock ticks): time the hypervisor ran something
+    else while this VM wanted the CPU; invisible to wall/CPU-time ratios."""
+    try:
+        with open("/proc/stat") as fh:
+            f = fh.readline().split()
+        return int(f[8]) if f[0] == "cpu" and len(f) > 8 else None
+    except OSError:
+        return None
 
 
 def load_now() -> dict:
@@ -96,7 +121,8 @@ def load_now() -> dict:
             la = [float(x) for x in fh.read().split()[:3]]
     except OSError:
         la = list(os.getloadavg())
-    return {"uptime": up, "loadavg_1_5_15": la, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    return {"uptime": up, "loadavg_1_5_15": la, "steal_ticks": steal_ticks(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
 
 
 def best_of(fn, repeat: int) -> dict:
@@ -251,18 +277,23 @@ def main(argv=None) -> dict:
     ap.add_argument("--quick", action="store_true", help="T = 10^5 instead of 10^6 (and a shorter thread test)")
     ap.add_argument("--out", default=None, help="write the results as JSON to this file")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per measurement; the minimum is reported")
+    ap.add_argument("--stabsim", default=None, metavar="DIR",
+                    help="benchmark the stabsim package in DIR instead of this checkout (e.g. a scratch copy)")
     ap.add_argument("--radius", type=float, default=RADIUS, help="l2-ball radius of the constrained case")
+    ap.add_argument("--thread-repeat", type=int, default=5,
+                    help="alternating 1-/2-thread runs for the speed-up (the minimum of each is used)")
     ap.add_argument("--naive-steps", type=int, default=20_000, help="steps timed for the naive NumPy loop")
     args = ap.parse_args(argv)
     T = 10 ** 5 if args.quick else 10 ** 6
     T_threads, R_threads = (10 ** 3, 1000) if args.quick else (10 ** 4, 1000)
     Tn = min(args.naive_steps, T)
     rep = max(1, args.repeat)
+    rep_threads = max(1, args.thread_repeat)
     constraints = (("l2", args.radius), "none")
 
     info = machine_info()
     load_before = load_now()
-    print(f"stabsim {info['stabsim']}  numba {info['numba']}  numpy {info['numpy']}  python {info['python']}")
+    print(f"stabsim {info['stabsim']} from {Path(stabsim.__file__).parent}  numba {info['numba']}  numpy {info['numpy']}  python {info['python']}")
     print(f"CPU: {info['cpu_model']}  ({info['logical_cores']} logical cores, SIMD {', '.join(info['simd'])})")
     print(f"load: {load_before['uptime']}")
     print(f"{ALGORITHM}, {LOSS}, {PROBLEM} n={N}, eta={ETA}, neighbour={NEIGHBOUR}; T={T:,}; "
@@ -339,20 +370,30 @@ def main(argv=None) -> dict:
     X, y = data(10)
     cons = constraints[0]
     thr = {"d": 10, "constraint": cname(cons), "T": T_threads, "R": R_threads}
-    for nt in (1, 2):
-        if nt > numba.config.NUMBA_NUM_THREADS:
-            thr[f"threads{nt}_s"] = None
-            continue
+    counts = [nt for nt in (1, 2) if nt <= numba.config.NUMBA_NUM_THREADS]
+    for nt in counts:  # warm up (the thread pool starts on first use)
         numba.set_num_threads(nt)
         kernel_run(X, y, 10, 4, cons)
-        m = best_of(lambda: kernel_run(X, y, T_threads, R_threads, cons), rep)
-        thr[f"threads{nt}_s"] = m["wall_s"]
-        thr[f"threads{nt}_walls_s"] = m["walls_s"]
-        thr[f"threads{nt}_cpu_s"] = m["cpu_s"]
-        thr[f"threads{nt}_ns_per_twin_step"] = m["wall_s"] / (T_threads * R_threads) * 1e9
+    # 1- and 2-thread runs alternate, so that a change of the machine load hits both alike
+    runs = {nt: {"walls_s": [], "cpus_s": []} for nt in counts}
+    for _ in range(rep_threads):
+        for nt in counts:
+            numba.set_num_threads(nt)
+            m = best_of(lambda: kernel_run(X, y, T_threads, R_threads, cons), 1)
+            runs[nt]["walls_s"] += m["walls_s"]
+            runs[nt]["cpus_s"] += m["cpus_s"]
+    for nt in (1, 2):
+        if nt not in runs:
+            thr[f"threads{nt}_s"] = None
+            continue
+        walls, cpus = runs[nt]["walls_s"], runs[nt]["cpus_s"]
+        ibest = int(np.argmin(walls))
+        thr[f"threads{nt}_s"] = walls[ibest]
+        thr[f"threads{nt}_walls_s"] = walls
+        thr[f"threads{nt}_cpus_s"] = cpus
+        thr[f"threads{nt}_ns_per_twin_step"] = walls[ibest] / (T_threads * R_threads) * 1e9
         # CPU seconds per wall second of the fastest run: ~nt when the threads really ran in parallel
-        ibest = int(np.argmin(m["walls_s"]))
-        thr[f"threads{nt}_cores_used"] = m["cpus_s"][ibest] / m["walls_s"][ibest]
+        thr[f"threads{nt}_cores_used"] = cpus[ibest] / walls[ibest]
     numba.set_num_threads(1)
     thr["speedup_2_threads"] = (thr["threads1_s"] / thr["threads2_s"]) if thr.get("threads2_s") else None
     thr["threading_layer"] = numba.threading_layer()
@@ -425,7 +466,7 @@ def main(argv=None) -> dict:
         "benchmark": "bench_twin", "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "config": {"algorithm": ALGORITHM, "loss": LOSS, "problem": PROBLEM, "n": N, "eta": ETA,
                    "radius": args.radius, "seed": SEED, "neighbour": NEIGHBOUR, "T": T, "repeat": rep,
-                   "naive_steps": Tn, "threads_T": T_threads, "threads_R": R_threads, "quick": args.quick,
+                   "naive_steps": Tn, "threads_T": T_threads, "threads_R": R_threads, "thread_repeat": rep_threads, "quick": args.quick,
                    "unit": "ns per twin step (one step on S and one on S'), minimum over repeats"},
         "machine": info, "load_before": load_before, "load_after": load_after,
         "c_build": {tag: cl.cmd.replace(tmp.name, "$TMP") for tag, cl in cloops.items()} or c_skip,
