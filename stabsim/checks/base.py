@@ -50,7 +50,7 @@ from ..verdicts import Verdict
 
 __all__ = ["CheckResult", "Check", "CHECKS", "register_check", "get_check", "analyse", "check_name",
            "load_results", "reproduce_command", "ANALYSIS_FILE", "SUMMARY_FILE", "FIGURE_DIR",
-           "sweep_slices", "constant_eta"]
+           "sweep_slices", "constant_eta", "figure_name", "cell_setting"]
 
 ANALYSIS_FILE = "analysis.json"
 SUMMARY_FILE = "summary.md"
@@ -374,3 +374,18 @@ def constant_eta(params) -> float:
     if isinstance(eta, str):
         raise ValueError(f"this check needs a constant step size, got eta = {eta!r}")
     return float(eta)
+
+
+def figure_name(key: str, label: str = "") -> str:
+    """PNG file name for a bound key and a case label, e.g. ("P1.Thm4.uas", "n=100") -> thm4_uas_n-100.png."""
+    s = key.split(".", 1)[1].replace(".", "_").lower()
+    if label:
+        s += "_" + "".join(c if c.isalnum() else "-" for c in label.replace(", ", "_"))
+    return s + ".png"
+
+
+def cell_setting(params, extra: str = "") -> str:
+    """One-line description of a cell's loss, problem, n, eta and T (for figure titles)."""
+    a, d = params["algorithm"], params["data"]
+    s = f"{a['loss']}, {d['problem']}, n={d['n']}, eta={a['eta']}, T={a['T']}"
+    return s + (f", {extra}" if extra else "")

@@ -29,7 +29,7 @@ import xarray as xr
 from ..measures import REPLICATE, uas_quantile
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, choice, register_kind, twin_params
 from ..verdicts import check_bound
-from .base import CheckResult, constant_eta, register_check, sweep_slices
+from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
 
 REFERENCE = {
     "point": Param("reference point w_ref of the regret path: 'w_star_hinge' (auc_separable) or 'zeros'",
@@ -92,25 +92,12 @@ def _G(params) -> tuple[float, float]:
     return loss.G(pb.kappa, get_constraint(a["constraint"]).radius), pb.kappa
 
 
-def _fname(key, label):
-    s = key.replace("P0.", "").replace(".", "_").lower()
-    if label:
-        s += "_" + "".join(c if c.isalnum() else "-" for c in label.replace(", ", "_"))
-    return s + ".png"
-
-
-def _setting(params, extra=""):
-    a, d = params["algorithm"], params["data"]
-    s = f"{a['loss']}, {d['problem']}, n={d['n']}, eta={a['eta']}, T={a['T']}"
-    return s + (f", {extra}" if extra else "")
-
-
 def _overlay(res, name, measure, bounds, verdicts, params, extra=""):
     from ..plots import plot_bound_overlay
     from ..theory import get
 
     fig = plot_bound_overlay(measure, [(get(k), v) for k, v in bounds], verdicts=verdicts,
-                             setting=_setting(params, extra))
+                             setting=cell_setting(params, extra))
     return res.figure(name, fig)
 
 
@@ -149,7 +136,7 @@ def check_thm1(spec, ds) -> CheckResult:
                 b = get(key)(t=t, n=n, eta=eta, G=G, gamma=gamma)
                 verdicts.append(check_bound(m, b, "EXPLICIT", key=key, notes=base_notes))
                 bounds.append((key, b))
-            fig = _overlay(res, _fname("Thm1.iterate_sq", label), m, bounds, verdicts, params, f"gamma={gamma}")
+            fig = _overlay(res, figure_name("Thm1.iterate_sq", label), m, bounds, verdicts, params, f"gamma={gamma}")
             for v in verdicts:
                 expl = None
                 if not v.ok:
@@ -171,7 +158,7 @@ def check_thm1(spec, ds) -> CheckResult:
                     verdicts.append(check_bound(m, b, "EXPLICIT", key=key,
                                                 notes=base_notes + ["checkpoints T >= n only"]))
                     bounds.append((key, b))
-                fig = _overlay(res, _fname("Eq9.avg_sq", label), m, bounds, verdicts, params, f"gamma={gamma}")
+                fig = _overlay(res, figure_name("Eq9.avg_sq", label), m, bounds, verdicts, params, f"gamma={gamma}")
                 for v in verdicts:
                     expl = None
                     if not v.ok:
@@ -224,7 +211,7 @@ def check_regret(spec, ds) -> CheckResult:
                         notes=[f"B = ||w*|| = {B:.4g} (w* = {params['reference']['point']})",
                                f"G = {G:.4g}", "max over replicates (every run must satisfy it)",
                                f"max F_hat at w*: {float(sub['loss_ref_path'].max()):.3g} (cumulative)"])
-        fig = _overlay(res, _fname("LemA9.regret", label), measure, [(key, b)], [v], params)
+        fig = _overlay(res, figure_name("LemA9.regret", label), measure, [(key, b)], [v], params)
         res.add(v, figure=fig, label=label or None,
                 explanation=None if v.ok else "a run's average regret exceeds Lemma A.9 (a deterministic bound): "
                 + "; ".join(v.notes))

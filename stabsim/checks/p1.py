@@ -28,7 +28,7 @@ from ..measures import REPLICATE, mean_ci, order_statistic_ci_indices, empirical
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, boolean, integer, number, \
     register_kind, twin_params
 from ..verdicts import check_bound
-from .base import CheckResult, constant_eta, register_check, sweep_slices
+from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
 
 RISK = {
     "m": Param("test sample size for F (U-statistic); ignored with a closed form", 2000,
@@ -126,26 +126,13 @@ def _constants(params) -> dict:
             "loss": loss.name}
 
 
-def _fname(key, label):
-    s = key.replace("P1.", "").replace(".", "_").lower()
-    if label:
-        s += "_" + "".join(c if c.isalnum() else "-" for c in label.replace(", ", "_"))
-    return s + ".png"
-
-
-def _setting(params, extra=""):
-    a, d = params["algorithm"], params["data"]
-    s = f"{a['loss']}, {d['problem']}, n={d['n']}, eta={a['eta']}, T={a['T']}"
-    return s + (f", {extra}" if extra else "")
-
-
 def _overlay(res, key, measure, bounds, verdicts, label, params, extra="", x="t"):
     from ..plots import plot_bound_overlay
     from ..theory import get
 
     entries = [(get(k), vals) for k, vals in bounds]
-    fig = plot_bound_overlay(measure, entries, verdicts=verdicts, x=x, setting=_setting(params, extra))
-    return res.figure(_fname(key, label), fig)
+    fig = plot_bound_overlay(measure, entries, verdicts=verdicts, x=x, setting=cell_setting(params, extra))
+    return res.figure(figure_name(key, label), fig)
 
 
 def _bound_keys(spec, prefix):

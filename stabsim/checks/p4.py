@@ -31,7 +31,7 @@ from ..measures import REPLICATE, mean_ci, onavg_stability
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, boolean, integer, number, \
     register_kind, twin_params, choice
 from ..verdicts import check_bound, check_rate
-from .base import CheckResult, constant_eta, register_check, sweep_slices
+from .base import CheckResult, constant_eta, figure_name, register_check, sweep_slices
 
 RISK = {
     "m": Param("test sample size for the Monte Carlo F(w_priv)", 20000, integer(3, " (test sample size)"),
@@ -179,13 +179,6 @@ def _F_star(pb, seed=0, m=400000) -> tuple[float, str]:
     return float(np.asarray(est.value)), f"Monte Carlo, m = {m}, SE {float(np.asarray(est.se)):.2g}"
 
 
-def _fname(key, label):
-    s = key.replace("P4.", "").replace(".", "_").lower()
-    if label:
-        s += "_" + "".join(c if c.isalnum() else "-" for c in label.replace(", ", "_"))
-    return s + ".png"
-
-
 def _setting(params, extra=""):
     a, d = params["algorithm"], params["data"]
     s = f"{a['name']}, {a['loss']}, {d['problem']}, n={d['n']}, eta={a['eta']}, sigma={a['sigma']}"
@@ -243,7 +236,7 @@ def check_onavg(spec, ds) -> CheckResult:
                          "sum_eta2_EFS = lower 95% CI end of the replicate mean of eta2_loss_path"]
                 v = check_bound(m, bound, "EXPLICIT-DD", key=key, notes=notes)
                 rows.append((v, m, what))
-            fig = _overlay(res, _fname(key, label), rows[0][1], [(key, bound)], [rows[0][0]], params)
+            fig = _overlay(res, figure_name(key, label), rows[0][1], [(key, bound)], [rows[0][0]], params)
             for v, m, what in rows:
                 expl = None
                 if not v.ok:
