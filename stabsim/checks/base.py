@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import re
 import shlex
 import time
 import tomllib
@@ -378,7 +379,7 @@ def constant_eta(params) -> float:
 
 def figure_name(key: str, label: str = "") -> str:
     """PNG file name for a bound key and a case label, e.g. ("P1.Thm4.uas", "n=100") -> thm4_uas_n-100.png."""
-    s = key.split(".", 1)[1].replace(".", "_").lower()
+    s = re.sub(r"^P\d\.", "", key).replace(".", "_").lower()
     if label:
         s += "_" + "".join(c if c.isalnum() else "-" for c in label.replace(", ", "_"))
     return s + ".png"
