@@ -1,0 +1,137 @@
+"""P2 Alg. 1 (full-batch all-pairs gradient descent with gradient perturbation) on D and on
+removal neighbours D^{-i}, with shared noise.
+
+P2's pairwise locally elastic stability (Def. 6) compares A_D with A_{D^{-i}}, where
+D^{-i} = D with z_i REMOVED (n - 1 points).  The twin kernel (``kernels/twin.py``) only
+couples D with a replace-one neighbour, so this small kernel runs, per replicate,
+
+    theta_t = theta_{t-1} - eta ( 1/(m(m-1)) sum_{a != b, a, b in D'} grad l(theta_{t-1}; z_a, z_b) + b_t ),
+    b_t ~ N(0, sigma^2 I_p),  theta_0 = 0,  output theta_T (last iterate, no projection; P2-E2)
+
+for D' = D (m = n) and for D' = D^{-i} (m = n - 1) for each i in ``removes[r]``, every run
+with the SAME noise sequence b_1..b_T (coupling, CATALOGUE section 0).  The noise of step t
+(1-based) is ``sigma * normal(stream_key(seed, rep, STREAM_NOISE), t * p + c)``, exactly the
+numbers ``run_twin(algorithm="p2_alg1", sigma=...)`` uses, so the run on D reproduces
+``run_twin``'s run on S bit for bit up to the summation order of the pair gradients.
+
+Recorded: theta_t on D at the checkpoints, theta_T on every D^{-i}, and at every step
+t = 0..T-1 the empirical risk L(theta_t; D) and ||grad L(theta_t; D)||^2 (the PL ratio of
+P2 Def. 5 along the path); L(theta_T; D) is evaluated once more at the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ..losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, phi_value_deriv
+from ..rng import STREAM_NOISE, normal, stream_key
+
+
+@njit(cache=True)
+def full_grad(form, phi, q, w, X, Y, skip, g, dx, sc_buf, co_buf):
+    """g <- grad of L(w; D') = 1/(m(m-1)) sum over ordered pairs a != b of D' = D minus row
+    ``skip`` (skip < 0: none); returns L(w; D').
+
+    Linear forms (auc, auc_ordered, ranking): scores s_a = w.x_a first, then per pair only the
+    scalar phi'(c (s_a - s_b)), accumulated into per-point coefficients (grad = sum_a coef_a x_a),
+    O(n^2 + n d) instead of O(n^2 d).  Metric forms: ``losses.pair_loss_grad`` per pair.
+    Workspaces: dx (d,), sc_buf (n,), co_buf (n,).
+    """
+    n = X.shape[0]
+    d = X.shape[1]
+    m = n - 1 if skip >= 0 else n
+    sc = 1.0 / (m * (m - 1.0))
+    for c in range(g.shape[0]):
+        g[c] = 0.0
+    tot = 0.0
+    if form == AUC or form == AUC_ORDERED or form == RANKING:
+        for a in range(n):
+            s = 0.0
+            for c in range(d):
+                s += w[c] * X[a, c]
+            sc_buf[a] = s
+            co_buf[a] = 0.0
+        for a in range(n):
+            if a == skip:
+                continue
+            for b in range(n):
+                if b == a or b == skip:
+                    continue
+                cf = _linear_coef(form, Y[a], Y[b])
+                if cf == 0.0 and form != RANKING:
+                    continue
+                val, dphi = phi_value_deriv(phi, cf * (sc_buf[a] - sc_buf[b]), q)
+                tot += val
+                f = dphi * cf
+                co_buf[a] += f
+                co_buf[b] -= f
+        for a in range(n):
+            f = sc * co_buf[a]
+            if f != 0.0:
+                for c in range(d):
+                    g[c] += f * X[a, c]
+        return tot * sc
+    for a in range(n):
+        if a == skip:
+            continue
+        for b in range(n):
+            if b == a or b == skip:
+                continue
+            tot += pair_loss_grad(form, phi, q, w, X, a, Y[a], b, Y[b], sc, g, dx)
+    return tot * sc
+
+
+@njit(cache=True, parallel=True)
+def p2_removal_kernel(X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p):
+    """Run P2 Alg. 1 on D and on D^{-i} (i in removes[r]) for every replicate r.
+
+    X (R, n, d), Y (R, n): one data set per replicate.  removes (R, K) int64 (K may be 0).
+    ckpts (C,) increasing steps in [1, T].  Returns (W (R, C, p) theta_t on D at the
+    checkpoints, WR (R, K, p) theta_T on D^{-i}, FS (R, T + 1) L(theta_t; D) for t = 0..T,
+    GN (R, T) ||grad L(theta_t; D)||^2 for t = 0..T-1).
+    """
+    R = X.shape[0]
+    d = X.shape[2]
+    K = removes.shape[1]
+    C = ckpts.shape[0]
+    W = np.zeros((R, C, p))
+    WR = np.zeros((R, K, p))
+    FS = np.zeros((R, T + 1))
+    GN = np.zeros((R, T))
+    for r in prange(R):
+        Xs = X[r]
+        Ys = Y[r]
+        key_n = stream_key(seed, reps[r], STREAM_NOISE)
+        w = np.zeros(p)
+        g = np.empty(p)
+        dx = np.empty(d)
+        sb = np.empty(Xs.shape[0])
+        cb = np.empty(Xs.shape[0])
+        ci = 0
+        for t in range(1, T + 1):
+            FS[r, t - 1] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb)
+            s = 0.0
+            for c in range(p):
+                s += g[c] * g[c]
+            GN[r, t - 1] = s
+            for c in range(p):
+                b = sigma * normal(key_n, t * p + c) if sigma > 0.0 else 0.0
+                w[c] -= eta * (g[c] + b)
+            while ci < C and ckpts[ci] == t:
+                for c in range(p):
+                    W[r, ci, c] = w[c]
+                ci += 1
+        FS[r, T] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb)
+        for kk in range(K):
+            i = removes[r, kk]
+            for c in range(p):
+                w[c] = 0.0
+            for t in range(1, T + 1):
+                full_grad(form, phi, q, w, Xs, Ys, i, g, dx, sb, cb)
+                for c in range(p):
+                    b = sigma * normal(key_n, t * p + c) if sigma > 0.0 else 0.0
+                    w[c] -= eta * (g[c] + b)
+            for c in range(p):
+                WR[r, kk, c] = w[c]
+    return W, WR, FS, GN
