@@ -52,6 +52,7 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
         return f"no finished studies in {out_dir}; nothing reported"
     reports_dir.mkdir(parents=True, exist_ok=True)
     rows, n_ok, n_bad = [], 0, 0
+    counts, n_unexplained = {}, 0
     for rec in recs:
         sdir = Path(rec["dir"])
         summ = os.path.relpath(sdir / SUMMARY_FILE, reports_dir)
@@ -67,6 +68,8 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
             ok = r.get("verdict") in ("holds", "consistent")
             n_ok += ok
             n_bad += not ok
+            counts[r.get("verdict", "")] = counts.get(r.get("verdict", ""), 0) + 1
+            n_unexplained += (not ok) and not str(r.get("explanation", "")).strip()
             rows.append({"study": rec["study_id"], "key": r.get("key", ""), "case": r.get("label", ""),
                          "verdict": ("**" + r.get("verdict", "") + "**") if not ok else r.get("verdict", ""),
                          "value": r.get("value", ""), "tightness": r.get("tightness", ""), "figure": fig,
@@ -81,7 +84,10 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
         f"- date: {_dt.datetime.now().isoformat(timespec='seconds')}",
         f"- wall time: {wall:.1f} s" + ("" if wall_seconds is not None else " (sum of the studies' run + analysis times)"),
         f"- profile: {', '.join(profiles)}",
-        f"- studies: {len(recs)} in `{out_dir}`; verdicts: {n_ok} hold/consistent, {n_bad} violated/inconsistent/error",
+        f"- studies: {len(recs)} in `{out_dir}`; {n_ok + n_bad} verdicts: {n_ok} hold/consistent, {n_bad} not ("
+        + ", ".join(f"{c} {v}" for v, c in sorted(counts.items(), key=lambda kv: -kv[1])) + "); "
+        + (f"**{n_unexplained} not holding without an explanation**" if n_unexplained
+           else "every row that does not hold carries its explanation"),
         "- reproduce one study: the command in its summary; all: `stabsim run suite"
         + (" --quick" if profiles == ["quick"] else "") + "`",
         "",

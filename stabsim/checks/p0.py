@@ -116,10 +116,12 @@ def check_thm1(spec, ds) -> CheckResult:
     res = CheckResult()
     gamma = spec.bounds.get("gamma") or 0.1
     keys = spec.bounds.get("keys", [])
-    it_keys = [k for k in keys if k.startswith("P0.Thm1.iterate_sq")]
-    avg_keys = [k for k in keys if k.startswith("P0.Eq9.avg_sq")]
-    if not it_keys and not avg_keys:
-        raise ValueError("[bounds] keys must contain P0.Thm1.iterate_sq.* or P0.Eq9.avg_sq.*")
+    # the squared-distance bounds (Eq. (3)/(9) as printed) and their square roots (the distance itself)
+    groups = [(sq, [k for k in keys if k.startswith(prefix + ("_sq." if sq else "."))])
+              for prefix in ("P0.Thm1.iterate", "P0.Eq9.avg") for sq in (True, False)]
+    it_groups, avg_groups = [g for g in groups[:2] if g[1]], [g for g in groups[2:] if g[1]]
+    if not it_groups and not avg_groups:
+        raise ValueError("[bounds] keys must contain P0.Thm1.iterate[_sq].* or P0.Eq9.avg[_sq].*")
     for label, params, sub in sweep_slices(spec, ds):
         G, kappa = _G(params)
         eta, n = constant_eta(params), params["data"]["n"]
@@ -128,49 +130,50 @@ def check_thm1(spec, ds) -> CheckResult:
         base_notes = [f"gamma = {gamma}", f"G = {G:.4g} (sup||x|| = {kappa:.4g})",
                       f"neighbour: {sub.attrs.get('neighbour', params['algorithm']['neighbour'])}"]
         # Thm 1: per-iterate, every checkpoint t (kernel w_t = P0's w_{t+1} after t steps)
-        if it_keys:
-            m = uas_quantile(sub, gamma, var="dist_iterate", squared=True)
+        for sq, it_keys in it_groups:
+            name = "iterate_sq" if sq else "iterate"
+            m = uas_quantile(sub, gamma, var="dist_iterate", squared=sq)
             t = m["t"].values.astype(float)
             bounds, verdicts = [], []
             for key in it_keys:
                 b = get(key)(t=t, n=n, eta=eta, G=G, gamma=gamma)
                 verdicts.append(check_bound(m, b, "EXPLICIT", key=key, notes=base_notes))
                 bounds.append((key, b))
-            fig = _overlay(res, figure_name("Thm1.iterate_sq", label), m, bounds, verdicts, params, f"gamma={gamma}")
+            fig = _overlay(res, figure_name("Thm1." + name, label), m, bounds, verdicts, params, f"gamma={gamma}")
             for v in verdicts:
                 expl = None
                 if not v.ok:
                     expl = ("per-iterate quantile above Eq. (3): " + "; ".join(v.notes)
                             + ("; " + _E4 if v.key.endswith("printed") else ""))
                 res.add(v, figure=fig, label=("iterate, " + label) if label else "iterate w_{t+1}", explanation=expl)
-            res.measured["max quantile ||w_{t+1}-w'_{t+1}||^2" + sfx] = float(m["estimate"].max())
+            res.measured[f"max quantile ||w_{{t+1}}-w'_{{t+1}}||{'^2' if sq else ''}" + sfx] = float(m["estimate"].max())
         # Eq. (9): averaged output, T >= n
-        if avg_keys:
-            ok = sub["t"].values >= n
-            if not ok.any():
-                res.notes.append(f"Eq. (9) needs T >= n = {n}: no checkpoint qualifies{sfx}")
-            else:
-                m = uas_quantile(sub.isel(t=np.flatnonzero(ok)), gamma, var="dist_output", squared=True)
-                T = m["t"].values.astype(float)
-                bounds, verdicts = [], []
-                for key in avg_keys:
-                    b = get(key)(T=T, n=n, eta=eta, G=G, gamma=gamma)
-                    verdicts.append(check_bound(m, b, "EXPLICIT", key=key,
-                                                notes=base_notes + ["checkpoints T >= n only"]))
-                    bounds.append((key, b))
-                fig = _overlay(res, figure_name("Eq9.avg_sq", label), m, bounds, verdicts, params, f"gamma={gamma}")
-                for v in verdicts:
-                    expl = None
-                    if not v.ok:
-                        expl = ("averaged-output quantile above Eq. (9): " + "; ".join(v.notes)
-                                + ("; " + _E4 if v.key.endswith("printed") else ""))
-                    res.add(v, figure=fig, label=("average, " + label) if label else "average w_bar_T",
-                            explanation=expl)
-                res.measured["max quantile ||w_bar_T-w_bar'_T||^2" + sfx] = float(m["estimate"].max())
+        ok = sub["t"].values >= n
+        if avg_groups and not ok.any():
+            res.notes.append(f"Eq. (9) needs T >= n = {n}: no checkpoint qualifies{sfx}")
+        for sq, avg_keys in (avg_groups if ok.any() else []):
+            name = "avg_sq" if sq else "avg"
+            m = uas_quantile(sub.isel(t=np.flatnonzero(ok)), gamma, var="dist_output", squared=sq)
+            T = m["t"].values.astype(float)
+            bounds, verdicts = [], []
+            for key in avg_keys:
+                b = get(key)(T=T, n=n, eta=eta, G=G, gamma=gamma)
+                verdicts.append(check_bound(m, b, "EXPLICIT", key=key,
+                                            notes=base_notes + ["checkpoints T >= n only"]))
+                bounds.append((key, b))
+            fig = _overlay(res, figure_name("Eq9." + name, label), m, bounds, verdicts, params, f"gamma={gamma}")
+            for v in verdicts:
+                expl = None
+                if not v.ok:
+                    expl = ("averaged-output quantile above Eq. (9): " + "; ".join(v.notes)
+                            + ("; " + _E4 if v.key.endswith("printed") else ""))
+                res.add(v, figure=fig, label=("average, " + label) if label else "average w_bar_T",
+                        explanation=expl)
+            res.measured[f"max quantile ||w_bar_T-w_bar'_T||{'^2' if sq else ''}" + sfx] = float(m["estimate"].max())
         # where does the printed constant 3 itself fail (analytically, independent of the data)?
         x, y = np.maximum(sub["t"].values / n, 1.0), math.log(1 / gamma)
         bad = (x + y + np.sqrt(x * y)) ** 2 > 3 * x ** 2 * y ** 2
-        if bad.any() and avg_keys:
+        if bad.any() and avg_groups:
             res.notes.append(f"{sfx.strip() or 'this cell'}: at gamma = {gamma} the printed simplification "
                              f"(x + y + sqrt(xy))^2 <= 3 x^2 y^2 (x = T/n, y = ln 1/gamma) fails at "
                              f"{int(bad.sum())} checkpoint(s) (P0-E4); the printed Eq. (9) is then not implied "
