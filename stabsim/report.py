@@ -40,6 +40,23 @@ def collect(out_dir, *, reanalyse: bool = True) -> list[dict]:
     return recs
 
 
+def _copy_summary(sdir: Path, study_id: str, reports_dir: Path) -> str | None:
+    """Copy a study's summary.md and all its figures into ``reports_dir`` (so the report stands
+    on its own, without the ``out/`` folder); return the summary's path relative to it."""
+    src = sdir / SUMMARY_FILE
+    if not src.is_file():
+        return None
+    fig_dir = reports_dir / FIGURE_DIR / study_id
+    for png in sorted((sdir / FIGURE_DIR).glob("*.png")):
+        fig_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(png, fig_dir / png.name)
+    dst = reports_dir / "summaries" / f"{study_id}.md"
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    text = src.read_text(encoding="utf-8").replace(f"]({FIGURE_DIR}/", f"](../{FIGURE_DIR}/{study_id}/")
+    dst.write_text(text, encoding="utf-8")
+    return dst.relative_to(reports_dir).as_posix()
+
+
 def report(out_dir="out", reports_dir=None, *, command: str | None = None,
            wall_seconds: float | None = None) -> str:
     """Write ``reports_dir/index.md`` over the studies in ``out_dir``; returns a short message.
@@ -55,7 +72,7 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     counts, n_unexplained = {}, 0
     for rec in recs:
         sdir = Path(rec["dir"])
-        summ = os.path.relpath(sdir / SUMMARY_FILE, reports_dir)
+        summ = _copy_summary(sdir, rec["study_id"], reports_dir) or os.path.relpath(sdir / SUMMARY_FILE, reports_dir)
         for r in rec.get("rows", []) or [{"verdict": "error", "explanation": rec.get("error", "")}]:
             fig = ""
             if r.get("figure"):
