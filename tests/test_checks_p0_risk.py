@@ -9,17 +9,21 @@
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from pathlib import Path
 
 import numpy as np
 import pytest
+from check_helpers import shrink_bounds, verdicts
 
 import stabsim
-import stabsim.theory as theory
 from stabsim.checks import analyse
-from stabsim.rademacher import exact_sup_auc_hinge_2d, rademacher, rademacher_avg, sup_value
+from stabsim.rademacher import (
+    exact_sup_auc_hinge_2d,
+    rademacher,
+    rademacher_avg,
+    sup_value,
+)
 from stabsim.study import load_study, run_study
 
 STUDIES = Path(__file__).resolve().parent.parent / "studies"
@@ -153,44 +157,26 @@ def _run_tiny(study, tmp_path):
     return res.data_path.parent
 
 
-def _verdicts(rec):
-    assert rec["error"] is None, rec["error"]
-    return {(r["key"], r["label"]): r["verdict"] for r in rec["rows"]}
-
-
-def _shrink(monkeypatch, keys, factor=1e-3):
-    orig = theory.get
-
-    def get(key):
-        b = orig(key)
-        if key not in keys:
-            return b
-        f = b.func
-        return dataclasses.replace(b, func=lambda **kw: f(**kw) * factor)
-
-    monkeypatch.setattr(theory, "get", get)
-
-
 @pytest.fixture(scope="module")
 def thm2_dir(tmp_path_factory):
     return _run_tiny("p0_thm2_risk", tmp_path_factory.mktemp("thm2"))
 
 
 def test_thm2_tiny(thm2_dir, monkeypatch):
-    v = _verdicts(analyse(thm2_dir))
+    v = verdicts(analyse(thm2_dir))
     for k in ("P0.Thm2.excess.printed", "P0.Thm2.excess.corrected", "P0.ThmA6.gen.printed",
               "P0.ThmA6.gen.corrected", "P0.CorA6.gen.printed", "P0.CorA6.gen.corrected", "P0.ThmA8.opt"):
         got = [x for (key, _), x in v.items() if key == k]
         assert got == ["holds"], (k, got)
     assert {k for k, _ in v} >= {"P0.Thm2.rate", "P0.Cor1.rate"}
     # Thm A.8 is the one bound of the study within two orders of magnitude of the data: / 1000 is caught
-    _shrink(monkeypatch, {"P0.ThmA8.opt"})
-    v2 = _verdicts(analyse(thm2_dir))
+    shrink_bounds(monkeypatch, {"P0.ThmA8.opt"})
+    v2 = verdicts(analyse(thm2_dir))
     assert v2[("P0.ThmA8.opt", "")] == "violated"
 
 
 def test_thm3_tiny(tmp_path):
-    v = _verdicts(analyse(_run_tiny("p0_thm3_risk", tmp_path)))
+    v = verdicts(analyse(_run_tiny("p0_thm3_risk", tmp_path)))
     for (k, lab), x in v.items():
         if k.startswith(("P0.Thm3.excess", "P0.LemA10", "P0.ThmA8")):
             assert x == "holds", (k, lab, x)
@@ -198,7 +184,7 @@ def test_thm3_tiny(tmp_path):
 
 
 def test_thm5_tiny(tmp_path):
-    v = _verdicts(analyse(_run_tiny("p0_thm5_private", tmp_path)))
+    v = verdicts(analyse(_run_tiny("p0_thm5_private", tmp_path)))
     for k in ("P0.Thm5.excess.printed", "P0.Thm5.excess.corrected", "P0.LemA12.utility_loss.printed",
               "P0.LemA12.utility_loss.corrected"):
         assert [x for (key, _), x in v.items() if key == k] == ["holds"], k
@@ -208,7 +194,7 @@ def test_thm5_tiny(tmp_path):
 
 def test_thm4_sigma_tiny(tmp_path):
     rec = analyse(_run_tiny("p0_thm4_sigma", tmp_path))
-    v = _verdicts(rec)
+    v = verdicts(rec)
     # at eps = 1000 the classical mechanism's sigma ~ 1/eps is below the exact requirement ~ 1/sqrt(eps)
     assert v[("P0.Thm4.sigma2.printed", "printed")] == "violated"
     assert v[("P0.Thm4.sigma2.corrected", "corrected")] == "violated"
@@ -218,7 +204,7 @@ def test_thm4_sigma_tiny(tmp_path):
 
 
 def test_lem4_tiny(tmp_path):
-    v = _verdicts(analyse(_run_tiny("p0_lem4_rademacher", tmp_path)))
+    v = verdicts(analyse(_run_tiny("p0_lem4_rademacher", tmp_path)))
     for (k, lab), x in v.items():
         if k.startswith("P0.Lem4"):
             assert x == "holds", (k, lab, x)
@@ -226,5 +212,5 @@ def test_lem4_tiny(tmp_path):
 
 
 def test_thmA7_tiny(tmp_path):
-    v = _verdicts(analyse(_run_tiny("p0_thmA7_hoeffding", tmp_path)))
+    v = verdicts(analyse(_run_tiny("p0_thmA7_hoeffding", tmp_path)))
     assert list(v.values()) == ["holds"]

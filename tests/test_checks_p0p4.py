@@ -3,12 +3,11 @@ theory predicts, and a deliberately wrong bound (the registered one / 1000) is c
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
+from check_helpers import shrink_bounds, verdicts
 
-import stabsim.theory as theory
 from stabsim.checks import analyse
 from stabsim.study import load_study, run_study
 
@@ -19,24 +18,6 @@ def _run(study, tmp_path):
     spec = load_study(STUDIES / f"{study}.toml", profile="quick")
     res = run_study(spec, tmp_path, progress=False)
     return res.data_path.parent
-
-
-def _verdicts(rec):
-    return {(r["key"], r["label"]): r["verdict"] for r in rec["rows"]}
-
-
-def _shrink(monkeypatch, keys, factor=1e-3):
-    """Make theory.get return the registered bound scaled by ``factor`` for ``keys``."""
-    orig = theory.get
-
-    def get(key):
-        b = orig(key)
-        if key not in keys:
-            return b
-        f = b.func
-        return dataclasses.replace(b, func=lambda **kw: f(**kw) * factor)
-
-    monkeypatch.setattr(theory, "get", get)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +33,7 @@ def p4_dir(tmp_path_factory):
 def test_p0_thm1_quick_holds(p0_dir):
     rec = analyse(p0_dir)
     assert rec["error"] is None, rec["error"]
-    v = _verdicts(rec)
+    v = verdicts(rec)
     keys = {k for k, _ in v}
     assert {"P0.Thm1.iterate_sq.printed", "P0.Thm1.iterate_sq.corrected", "P0.Eq9.avg_sq.printed",
             "P0.Eq9.avg_sq.corrected"} <= keys
@@ -61,8 +42,8 @@ def test_p0_thm1_quick_holds(p0_dir):
 
 
 def test_p0_thm1_wrong_bound_is_violated(p0_dir, monkeypatch):
-    _shrink(monkeypatch, {"P0.Thm1.iterate_sq.corrected"})
-    v = _verdicts(analyse(p0_dir))
+    shrink_bounds(monkeypatch, {"P0.Thm1.iterate_sq.corrected"})
+    v = verdicts(analyse(p0_dir))
     assert v[("P0.Thm1.iterate_sq.corrected", "iterate w_{t+1}")] == "violated"
     assert v[("P0.Thm1.iterate_sq.printed", "iterate w_{t+1}")] == "holds"
 
@@ -70,11 +51,11 @@ def test_p0_thm1_wrong_bound_is_violated(p0_dir, monkeypatch):
 def test_p4_lemma19a_quick_holds(p4_dir):
     rec = analyse(p4_dir)
     assert rec["error"] is None, rec["error"]
-    v = _verdicts(rec)
+    v = verdicts(rec)
     assert v == {("P4.Lemma19a.onavg", "w_priv"): "holds", ("P4.Lemma19a.onavg", "iterate"): "holds"}, v
 
 
 def test_p4_lemma19a_wrong_bound_is_violated(p4_dir, monkeypatch):
-    _shrink(monkeypatch, {"P4.Lemma19a.onavg"})
-    v = _verdicts(analyse(p4_dir))
+    shrink_bounds(monkeypatch, {"P4.Lemma19a.onavg"})
+    v = verdicts(analyse(p4_dir))
     assert v[("P4.Lemma19a.onavg", "w_priv")] == "violated"
