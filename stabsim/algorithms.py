@@ -52,10 +52,10 @@ class Algorithm:
         return OUTPUTS[self.output]
 
     def omegas(self, etas: np.ndarray) -> np.ndarray:
-        """Averaging weights omega_t, t = 0..T (index 0 unused)."""
+        """Averaging weights omega_t, t = 0..T (index 0 unused; the kernels only read them)."""
         T = etas.shape[0] - 1
         if self.output == "eta_weighted_lag2":
-            return etas.copy()
+            return etas
         if self.output == "t_weighted_lag2":
             return np.arange(T + 1, dtype=np.float64)
         return np.ones(T + 1)

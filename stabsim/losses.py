@@ -114,14 +114,13 @@ def pair_loss_grad(form, phi, q, w, Xs, ia, ya, ib, yb, scale, g, dx):
                 for b in range(d):
                     g[a * d + b] += fa * dx[b]
         return val
-    c = _linear_coef(form, ya, yb)
-    if c == 0.0 and form != RANKING:
-        return 0.0
+    if form != RANKING and _linear_coef(form, ya, yb) == 0.0:
+        return 0.0  # same-label AUC pair: zero loss and gradient
     dot = 0.0
     for a in range(d):
         dot += w[a] * (Xs[ia, a] - Xs[ib, a])
-    val, dphi = phi_value_deriv(phi, c * dot, q)
-    f = scale * dphi * c
+    val, fc = linear_pair_coef(form, phi, q, dot, ya, yb)
+    f = scale * fc
     if f != 0.0:
         for a in range(d):
             g[a] += f * (Xs[ia, a] - Xs[ib, a])
@@ -129,21 +128,43 @@ def pair_loss_grad(form, phi, q, w, Xs, ia, ya, ib, yb, scale, g, dx):
 
 
 @njit(cache=True, inline="always")
-def point_loss_grad(form, phi, q, w, Xs, i, y, scale, g):
-    """f(w; z_i) for the pointwise forms, x_i = Xs[i]; adds scale * grad into g."""
-    d = Xs.shape[1]
-    dot = 0.0
-    for a in range(d):
-        dot += w[a] * Xs[i, a]
+def linear_pair_coef(form, phi, q, dot, ya, yb):
+    """Linear pairwise forms: (f(w; z_a, z_b), c phi'(m)) from dot = w.(x_a - x_b), where the
+    margin is m = c dot and grad_w f = c phi'(m) (x_a - x_b).  Same-label pairs of the AUC
+    forms give (0, 0); for ``ranking`` they give (phi(0), 0)."""
+    c = _linear_coef(form, ya, yb)
+    if c == 0.0 and form != RANKING:
+        return 0.0, 0.0
+    val, dphi = phi_value_deriv(phi, c * dot, q)
+    return val, dphi * c
+
+
+@njit(cache=True, inline="always")
+def point_coef_from_dot(form, phi, q, dot, y):
+    """Pointwise forms: (f(w; z), s) from dot = w.x, where grad_w f = s x."""
     if form == POINT_LSQ:
         r = dot - y
-        val = 0.5 * r * r
-        f = scale * r
-    else:
-        val, dphi = phi_value_deriv(phi, y * dot, q)
-        f = scale * dphi * y
+        return 0.5 * r * r, r
+    val, dphi = phi_value_deriv(phi, y * dot, q)
+    return val, dphi * y
+
+
+@njit(cache=True)
+def point_coef(form, phi, q, w, Xs, i, y):
+    """``point_coef_from_dot`` at w for the point x_i = Xs[i]."""
+    dot = 0.0
+    for a in range(Xs.shape[1]):
+        dot += w[a] * Xs[i, a]
+    return point_coef_from_dot(form, phi, q, dot, y)
+
+
+@njit(cache=True, inline="always")
+def point_loss_grad(form, phi, q, w, Xs, i, y, scale, g):
+    """f(w; z_i) for the pointwise forms, x_i = Xs[i]; adds scale * grad into g."""
+    val, fc = point_coef(form, phi, q, w, Xs, i, y)
+    f = scale * fc
     if f != 0.0:
-        for a in range(d):
+        for a in range(Xs.shape[1]):
             g[a] += f * Xs[i, a]
     return val
 

@@ -30,6 +30,8 @@ def step_sizes(spec, T: int) -> np.ndarray:
         raise ValueError(f"T (number of steps) must be >= 1, got {T}")
     if isinstance(spec, numbers.Real):
         spec = ("constant", float(spec))
+    out = np.empty(T + 1)
+    out[0] = np.nan
     if isinstance(spec, (list, tuple)) and len(spec) == 2 and isinstance(spec[0], str):
         kind, c = spec[0], float(spec[1])
         if kind not in SCHEDULES:
@@ -38,14 +40,25 @@ def step_sizes(spec, T: int) -> np.ndarray:
         if not (c > 0 and np.isfinite(c)):
             name = {"constant": "eta", "sqrt": "c", "strongly_convex": "alpha", "pl": "mu"}[kind]
             raise ValueError(f"step-size schedule {kind!r}: {name} must be a finite number > 0, got {c!r}")
-        t = np.arange(1, T + 1, dtype=np.float64)
-        eta = {"constant": np.full(T, c), "sqrt": c / np.sqrt(t),
-               "strongly_convex": 2.0 / (c * (t + 1.0)), "pl": 2.0 / (c * (t + 1.0))}[kind]
+        eta = out[1:]
+        if kind == "constant":
+            eta[:] = c
+        else:
+            np.add(np.arange(1, T + 1, dtype=np.float64), 0.0 if kind == "sqrt" else 1.0, out=eta)
+            if kind == "sqrt":
+                np.divide(c, np.sqrt(eta, out=eta), out=eta)
+            else:
+                np.divide(2.0, np.multiply(c, eta, out=eta), out=eta)
+        # the schedules are constant or decreasing: the first and last step bound them all
+        check = eta[[0, -1]]
     else:
         eta = np.asarray(spec, dtype=np.float64).ravel()
         if eta.shape != (T,):
             raise ValueError(f"an explicit step-size array must have length T={T}, got shape {eta.shape}")
-    if not np.all(np.isfinite(eta)) or np.any(eta <= 0):
+        out[1:] = eta
+        check = eta
+    if not np.all(np.isfinite(check)) or np.any(check <= 0):
+        eta = out[1:]
         bad = int(np.flatnonzero(~(np.isfinite(eta) & (eta > 0)))[0]) + 1
         raise ValueError(f"step sizes must be finite and > 0 (eta <= 0 is not allowed); eta_{bad} = {eta[bad - 1]!r}")
-    return np.concatenate(([np.nan], eta))
+    return out

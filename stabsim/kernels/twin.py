@@ -15,7 +15,7 @@ Pair schedules (the step direction is the *average* gradient over the step's pai
 ``PREVIOUS``    FIFO buffer of size s: pairs (i_t, i_{t-j}), j = 1..s.  s = 1 is P1 Alg. 1
                 (pair i_t with i_{t-1}); the s initial indices i_{1-s}..i_0 are drawn first.
                 Sequential mode (``seq=1``): i_t = t + s - 1, the online stream of P1 Alg. 2.
-``ALL_PREV``    P0 Alg. 1: draw i_{t+1}, pair it with all previous i_1..i_t (O(t) per step).
+``ALL_PREV``    P0 Alg. 1: draw i_{t+1}, pair it with all previous i_1..i_t.
                 Sequential mode: z_1, z_2, ... in order (P3's pairwise GIGA).
 ``UNIFORM_PAIR``  an ordered pair i != j uniform over the n(n-1) pairs (SGD_pair, P4 Alg. 2).
 ``POINTWISE``   one uniform index (P4 Alg. 1).
@@ -33,22 +33,53 @@ Recorded at each checkpoint t (``rec[r, c, :]``):
 where fhat_j is the loss averaged over the pairs (points) used at step j, on S.  For
 schedules whose step-j pair is drawn independently of w_{j-1} (UNIFORM_PAIR, POINTWISE,
 and ALL_PREV's new draw), fhat_j(w_{j-1}) is an unbiased estimate of F_S(w_{j-1}).
+
+How the kernel is made fast
+---------------------------
+``twin_kernel`` (the entry point, same arguments for every configuration) picks a kernel
+*specialised* to the configuration (schedule, s == 1, loss form, phi, constraint, output
+lag, noise mode, reference loss): ``_specialised(...)`` builds a closure whose
+configuration codes are closure constants, so numba prunes every branch of the other
+configurations before typing and LLVM sees one straight loop (``@njit(cache=True)``:
+each configuration is compiled once, then loaded from the on-disk cache, whose key includes
+the closure constants).  Helpers are plain ``@njit`` functions called with constant codes,
+which LLVM inlines and folds; numba-IR inlining (``inline="always"``) is avoided because
+it deep-copies the callee's IR at every call site (benchmarks/README.md, "Compile time").
+
+* Iterates live in a (2, 3, p) array (run S / S', three slots); the slots of w_{t-2},
+  w_{t-1} and w_t rotate each step, so nothing is copied.
+* The steps with a single pair (or point) and a linear margin (P1 Alg. 1/2, SGD_pair,
+  P4 Alg. 1/2) compute the scalar f with grad = f (x_a - x_b) and update w in one pass,
+  with the same floating-point operations as accumulating f (x_a - x_b) into a zeroed
+  gradient buffer (which the other schedules do).
+* FULL_BATCH with a linear margin uses ``allpairs.allpairs_grad`` (O(n log n + n d) for the
+  hinge, O(n d) for the squared loss instead of the O(n^2 d) double loop); ALL_PREV with a
+  linear margin uses the tight loop ``allpairs.allprev_pairs``, and for the squared loss the
+  running class statistics ``allpairs.allprev_squared`` (O(d^2) per step once t > d instead
+  of O(t d)).  Their results agree with the double loops up to rounding (see allpairs.py).
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from numba import njit, prange
 
-from ..constraints import project
-from ..losses import pair_loss_grad, point_loss_grad
+from ..constraints import FROBENIUS, L2, NONE, _project_matrix
+from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _linear_coef, linear_pair_coef,
+                      pair_loss_grad, point_coef, point_coef_from_dot)
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
+from .allpairs import (allpairs_grad, allpairs_work_size, allprev_pairs, allprev_squared,
+                       stats_add, stats_reset, stats_shape)
 
 PREVIOUS, ALL_PREV, UNIFORM_PAIR, POINTWISE, FULL_BATCH = range(5)
 N_REC = 5
 LAST_ITERATE = -1
+NOISE_NONE, NOISE_SHARED, NOISE_INDEPENDENT = range(3)
+
+_LINEAR_PAIR_FORMS = (AUC, AUC_ORDERED, RANKING)
 
 
 @njit(cache=True, inline="always")
@@ -66,6 +97,17 @@ def _ring(hist, s, back):
     if pos < 0:
         pos += s + 1
     return hist[pos]
+
+
+@njit(cache=True)
+def _first_draws(schedule, key, s, seq, n, hist):
+    """The indices drawn before step 1 (i_{1-s}..i_0 for PREVIOUS, i_1 for ALL_PREV)."""
+    if schedule == PREVIOUS:
+        for c0 in range(s):
+            hist[c0] = c0 if seq else randint(key, c0, n)
+        hist[s + 1] = s - 1  # head: slot of the newest index
+    elif schedule == ALL_PREV:
+        hist[0] = 0 if seq else randint(key, 0, n)
 
 
 @njit(cache=True, inline="always")
@@ -88,7 +130,7 @@ def _draw(schedule, key, t, s, seq, n, hist):
         hist[0] = randint(key, t, n)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _pair(form, phi, q, w, Xs, Ys, i, j, prime, k, krow, scale, g, dx):
     a = _rowid(i, prime, k, krow)
     b = _rowid(j, prime, k, krow)
@@ -96,8 +138,14 @@ def _pair(form, phi, q, w, Xs, Ys, i, j, prime, k, krow, scale, g, dx):
 
 
 @njit(cache=True)
-def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult, g, dx):
-    """Add mult * (average gradient of the step-t pairs at w) to g; return the average loss."""
+def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult, g, dx, work, stats):
+    """Add mult * (average gradient of the step-t pairs at w) to g; return the average loss.
+
+    The general path (any schedule, any form).  ``work`` is the allpairs workspace
+    (FULL_BATCH); ``stats`` the running class statistics of the previous draws of this run
+    (ALL_PREV with the squared loss; a size-0 array otherwise).
+    """
+    linear = form == AUC or form == AUC_ORDERED or form == RANKING
     tot = 0.0
     if schedule == PREVIOUS:
         ia = _ring(hist, s, 0)
@@ -108,17 +156,28 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
             tot += _pair(form, phi, q, w, Xs, Ys, ia, _ring(hist, s, jj), prime, k, krow, sc, g, dx)
         return tot / s
     if schedule == ALL_PREV:
-        ia = hist[t]
+        a = _rowid(hist[t], prime, k, krow)
+        if linear:
+            if stats.shape[1] > 0 and t > Xs.shape[1]:
+                return allprev_squared(form, w, Xs, Ys, a, t, stats, mult, g, dx)
+            return allprev_pairs(form, phi, q, w, Xs, Ys, a, hist, t, prime, k, krow, mult, g)
         sc = mult / t
         for kk in range(t):
-            tot += _pair(form, phi, q, w, Xs, Ys, ia, hist[kk], prime, k, krow, sc, g, dx)
+            tot += _pair(form, phi, q, w, Xs, Ys, hist[t], hist[kk], prime, k, krow, sc, g, dx)
         return tot / t
     if schedule == UNIFORM_PAIR:
         return _pair(form, phi, q, w, Xs, Ys, hist[0], hist[1], prime, k, krow, mult, g, dx)
     if schedule == POINTWISE:
         a = _rowid(hist[0], prime, k, krow)
-        return point_loss_grad(form, phi, q, w, Xs, a, Ys[a], mult, g)
+        val, f = point_coef(form, phi, q, w, Xs, a, Ys[a])
+        f = mult * f
+        if f != 0.0:
+            for c in range(Xs.shape[1]):
+                g[c] += f * Xs[a, c]
+        return val
     # FULL_BATCH
+    if linear:
+        return allpairs_grad(form, phi, q, n, Xs, Ys, prime, k, krow, w, mult, g, work)
     sc = mult / (n * (n - 1.0))
     for i in range(n):
         for j in range(n):
@@ -127,26 +186,298 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
     return tot / (n * (n - 1.0))
 
 
-@njit(cache=True)
-def _dist(a, b):
+@njit(cache=True, inline="always")
+def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, src, dst, Xs, Ys, a, b, eta, nz, nr,
+                 nrm2):
+    """One step with a single pair (rows a, b) or point (row a, b = -1) and a linear margin:
+    W[run, dst] = Pi(W[run, src] - eta (f (x_a - x_b) + noise)) with grad f(w) = f (x_a - x_b)
+    (f x_a for points).  The same floating-point operations as accumulating the gradient into a
+    zeroed buffer and projecting with ``constraints.project``; the squared norm that the l2
+    projection needs is summed in the update pass, and reused when the iterate did not move
+    (``nrm2[run]``: the squared norm of W[run, src], or -1 if unknown).
+
+    Returns (loss, moved).  When the step leaves w exactly as it was (no noise, zero gradient,
+    no active projection) nothing is written and ``moved`` is False: the caller then lets
+    w_t share the slot of w_{t-1} instead of copying it."""
+    d = Xs.shape[1]
+    if pair:
+        ya = Ys[a]
+        yb = Ys[b]
+        if form != RANKING and _linear_coef(form, ya, yb) == 0.0:
+            val = 0.0  # same-label AUC pair: zero loss and gradient
+            f = 0.0
+        else:
+            dot = 0.0
+            for c in range(d):
+                dot += W[run, src, c] * (Xs[a, c] - Xs[b, c])
+            val, f = linear_pair_coef(form, phi, q, dot, ya, yb)
+    else:
+        dot = 0.0
+        for c in range(d):
+            dot += W[run, src, c] * Xs[a, c]
+        val, f = point_coef_from_dot(form, phi, q, dot, Ys[a])
+    l2 = ckind == L2 or ckind == FROBENIUS
     s = 0.0
-    for c in range(a.shape[0]):
-        e = a[c] - b[c]
-        s += e * e
-    return math.sqrt(s)
+    moved = noisy or f != 0.0
+    if moved:
+        for c in range(d):
+            gc = f * (Xs[a, c] - Xs[b, c]) if pair else f * Xs[a, c]
+            if noisy:
+                gc += nz[nr, c]
+            v = W[run, src, c] - eta * gc
+            W[run, dst, c] = v
+            s += v * v
+    elif l2:
+        s = nrm2[run]
+        if s < 0.0:
+            s = 0.0
+            for c in range(d):
+                s += W[run, src, c] * W[run, src, c]
+        if s > radius * radius:  # w did not move but lies outside the ball: project a copy
+            moved = True
+            for c in range(d):
+                W[run, dst, c] = W[run, src, c]
+    if l2:
+        if moved and s > radius * radius:
+            sc = radius / math.sqrt(s)
+            for c in range(d):
+                W[run, dst, c] *= sc
+            nrm2[run] = -1.0
+        else:
+            nrm2[run] = s
+    return val, moved
+
+
+@njit(cache=True, inline="always")
+def _free_slot(a, b):
+    """A slot of the three iterate slots that holds neither w_{t-2} (slot a) nor w_{t-1} (slot b)."""
+    return 3 - a - b if a != b else (b + 1) % 3
+
+
+@njit(cache=True, inline="always")
+def _project_slot(ckind, radius, W, run, slot, md, A, V, lam, tmp):
+    """Pi_W(W[run, slot]) in place (constraints.project on a row of the iterate array)."""
+    if ckind == NONE:
+        return
+    p = W.shape[2]
+    if ckind == L2 or ckind == FROBENIUS:
+        s = 0.0
+        for c in range(p):
+            s += W[run, slot, c] * W[run, slot, c]
+        if s > radius * radius:
+            f = radius / math.sqrt(s)
+            for c in range(p):
+                W[run, slot, c] *= f
+        return
+    _project_matrix(ckind, radius, W[run, slot], md, A, V, lam, tmp)
+
+
+# Kernel kinds: the three single-term schedules with a linear margin get a kernel each (their
+# step is the whole cost, so it is written out in one pass); everything else shares GENERAL.
+FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL = range(4)
+
+
+def kernel_kind(schedule: int, s: int, form: int) -> int:
+    """Which compiled kernel runs a configuration (see ``_build``)."""
+    if schedule == PREVIOUS and s == 1 and form in _LINEAR_PAIR_FORMS:
+        return FAST_PREVIOUS
+    if schedule == UNIFORM_PAIR and form in _LINEAR_PAIR_FORMS:
+        return FAST_PAIR
+    if schedule == POINTWISE and form in (POINT, POINT_LSQ):
+        return FAST_POINT
+    return GENERAL
+
+
+def _build(KIND):
+    """The parallel twin kernel of one kind.  ``KIND`` is a closure constant, so numba drops the
+    code of the other kinds before typing; the loss, constraint, output and noise codes stay
+    run-time arguments (well-predicted branches cost far less than a compilation for every
+    combination would)."""
+    FAST = KIND != GENERAL
+    PAIR = KIND != FAST_POINT
+
+    @njit(cache=True, parallel=True)
+    def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+               etas, omegas, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs):
+        R = W0.shape[0]
+        p = W0.shape[1]
+        n = X.shape[1] - (R if X.shape[0] == 1 else 1)
+        d = X.shape[2]
+        T = etas.shape[0] - 1
+        C = ckpts.shape[0]
+        linear = form == AUC or form == AUC_ORDERED or form == RANKING
+        hlen = T + 1 if schedule == ALL_PREV else s + 2
+        nwork = 4 * n + 160 if (schedule == FULL_BATCH and linear) else 0
+        use_stats = schedule == ALL_PREV and phi == SQUARED and linear
+        slen = 1 + d + d * d if use_stats else 0
+        noisy = noise != NOISE_NONE
+        nr1 = 1 if noise == NOISE_INDEPENDENT else 0   # row of nz holding the noise of S'
+        for r in prange(R):
+            sidx = np.int64(r) if X.shape[0] > 1 else np.int64(0)
+            Xs = X[sidx]
+            Ys = Y[sidx]
+            k = kidx[r]
+            krow = krows[r]
+            key_i = stream_key(seed, reps[r], STREAM_INDEX)
+            key_n = stream_key(seed, reps[r], STREAM_NOISE)
+            key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME)
+            W = np.empty((2, 3, p))       # [run, slot, :]; runs 0 = S, 1 = S'
+            for run in range(2):
+                for sl in range(3):
+                    for c in range(p):
+                        W[run, sl, c] = W0[r, c]
+            g = np.zeros((2, p))
+            acc = np.zeros((2, p))
+            nz = np.zeros((2, p))
+            dx = np.empty(max(d, p))
+            hist = np.zeros(hlen, dtype=np.int64)
+            A = np.empty((md, md))
+            V = np.empty((md, md))
+            lam = np.empty(md)
+            tmp = np.empty(md)
+            work = np.empty(nwork)
+            stats = np.zeros((2, 2, slen))  # [run, class, :] class statistics of the previous draws
+            nrm2 = np.full(2, -1.0)          # squared norms of the runs' w_{t-1} (-1: unknown)
+            _first_draws(schedule, key_i, s, seq, n, hist)
+            if use_stats:
+                for run in range(2):
+                    stats_add(stats[run], Xs, Ys, _rowid(hist[0], run == 1, k, krow))
+            # slots of w_{t-2} and w_{t-1} in W[0] (run S) and W[1] (run S'); w_{-1} = w_0
+            p2 = 0
+            p1 = 1
+            q2 = 0
+            q1 = 1
+            wsum = 0.0
+            lsum = 0.0
+            lrsum = 0.0
+            l2sum = 0.0
+            ci = 0
+            ia = hist[0]   # fast kinds: the step's indices (ib = -1 for a point)
+            ib = -1
+            for t in range(1, T + 1):
+                if KIND == FAST_PREVIOUS:
+                    ib = ia
+                    ia = t if seq else randint(key_i, t, n)
+                elif KIND == FAST_PAIR:
+                    ia, ib = pair_ij(key_i, t, n)
+                elif KIND == FAST_POINT:
+                    ia = randint(key_i, t, n)
+                else:
+                    _draw(schedule, key_i, t, s, seq, n, hist)
+                if noisy:
+                    for c in range(p):
+                        nz[0, c] = sigma * normal(key_n, t * p + c)
+                    if noise == NOISE_INDEPENDENT:
+                        for c in range(p):
+                            nz[1, c] = sigma * normal(key_np, t * p + c)
+                eta = etas[t]
+                om = omegas[t]
+                p0 = _free_slot(p2, p1)   # where w_t goes
+                q0 = _free_slot(q2, q1)
+                if FAST:  # both runs written out: each inlined copy sees a constant run
+                    fval, moved = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 0, p1, p0,
+                                               Xs, Ys, ia, ib, eta, nz, 0, nrm2)
+                    if not moved:
+                        p0 = p1
+                    ap = _rowid(ia, True, k, krow)
+                    bp = _rowid(ib, True, k, krow) if PAIR else -1
+                    _, moved = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 1, q1, q0,
+                                            Xs, Ys, ap, bp, eta, nz, nr1, nrm2)
+                    if not moved:
+                        q0 = q1
+                else:
+                    fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
+                                         radius, md, eta, noisy, nz, 0, W, 0, p1, p0, g, dx, work,
+                                         stats, A, V, lam, tmp)
+                    _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
+                                  radius, md, eta, noisy, nz, nr1, W, 1, q1, q0, g, dx, work,
+                                  stats, A, V, lam, tmp)
+                if lag >= 0:
+                    sp = p2 if lag == 2 else (p1 if lag == 1 else p0)   # the iterate the output averages
+                    sq = q2 if lag == 2 else (q1 if lag == 1 else q0)
+                    for c in range(p):
+                        acc[0, c] += om * W[0, sp, c]
+                    for c in range(p):
+                        acc[1, c] += om * W[1, sq, c]
+                if has_ref:
+                    if FAST and PAIR:
+                        lrsum += _pair(form, phi, q, wref, Xs, Ys, ia, ib, False, k, krow, 0.0, g[0], dx)
+                    elif FAST:
+                        lrsum += point_coef(form, phi, q, wref, Xs, ia, Ys[ia])[0]
+                    else:
+                        lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, False, k, krow, form, phi, q,
+                                       wref, 0.0, g[0], dx, work, stats[0])
+                if use_stats:
+                    for run in range(2):
+                        stats_add(stats[run], Xs, Ys, _rowid(hist[t], run == 1, k, krow))
+                lsum += fval
+                l2sum += eta * eta * fval
+                if lag >= 0:
+                    wsum += om
+                if ci < C and ckpts[ci] == t:
+                    _record(rec, outs, rec_out, r, ci, W, p0, q0, acc, wsum, lag, lsum, lrsum, l2sum)
+                    ci += 1
+                p2 = p1
+                p1 = p0
+                q2 = q1
+                q1 = q0
+
+    return kernel
 
 
 @njit(cache=True)
-def _copy(dst, src):
-    for c in range(src.shape[0]):
-        dst[c] = src[c]
+def _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind, radius, md, eta,
+                  noisy, nz, nr, W, run, src, dst, g, dx, work, stats, A, V, lam, tmp):
+    """One step of one run on the general path: W[run, dst] = Pi(W[run, src] - eta (g + noise))
+    with g the average gradient of the step's pairs (``_grad``).  Returns the average loss."""
+    p = W.shape[2]
+    for c in range(p):
+        g[run, c] = 0.0
+    val = _grad(schedule, t, s, n, hist, Xs, Ys, run == 1, k, krow, form, phi, q, W[run, src], 1.0,
+                g[run], dx, work, stats[run])
+    if noisy:
+        for c in range(p):
+            g[run, c] += nz[nr, c]
+    for c in range(p):
+        W[run, dst, c] = W[run, src, c] - eta * g[run, c]
+    _project_slot(ckind, radius, W, run, dst, md, A, V, lam, tmp)
+    return val
 
 
-@njit(cache=True, parallel=True)
-def twin_kernel(X, Y, kidx, krows, reps, seed,
-                schedule, s, seq, form, phi, q, ckind, radius, md,
-                etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref,
-                W0, ckpts, rec, rec_out, outs):
+@njit(cache=True)
+def _record(rec, outs, rec_out, r, ci, W, p0, q0, acc, wsum, lag, lsum, lrsum, l2sum):
+    """Write checkpoint ci of replicate r (see the module docstring for rec's columns); w_t is
+    in slot p0 of W[0] (run S) and slot q0 of W[1] (run S')."""
+    p = W.shape[2]
+    dd = 0.0
+    for c in range(p):
+        e = W[0, p0, c] - W[1, q0, c]
+        dd += e * e
+    rec[r, ci, 0] = math.sqrt(dd)
+    if lag >= 0:
+        dd = 0.0
+        for c in range(p):
+            e = (acc[0, c] - acc[1, c]) / wsum
+            dd += e * e
+        rec[r, ci, 1] = math.sqrt(dd)
+    else:
+        rec[r, ci, 1] = rec[r, ci, 0]
+    rec[r, ci, 2] = lsum
+    rec[r, ci, 3] = lrsum
+    rec[r, ci, 4] = l2sum
+    if rec_out:
+        for c in range(p):
+            outs[r, ci, 0, c] = acc[0, c] / wsum if lag >= 0 else W[0, p0, c]
+            outs[r, ci, 1, c] = acc[1, c] / wsum if lag >= 0 else W[1, q0, c]
+
+
+@lru_cache(maxsize=None)
+def _kernel(kind):
+    return _build(kind)
+
+
+def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+                etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs):
     """Run R coupled replicates; see the module docstring for the arguments' meaning.
 
     X (nS, n + m, d), Y (nS, n + m): nS = 1 (one data set) or R (one per replicate); the first
@@ -156,116 +487,10 @@ def twin_kernel(X, Y, kidx, krows, reps, seed,
     rec (R, C, N_REC) is written; outs (R, C, 2, p) receives the outputs on S and S' when
     rec_out.  Nothing is allocated inside the step loop.
     """
-    R = W0.shape[0]
-    p = W0.shape[1]
-    n = X.shape[1] - (R if X.shape[0] == 1 else 1)
-    d = X.shape[2]
-    T = etas.shape[0] - 1
-    C = ckpts.shape[0]
-    hlen = T + 1 if schedule == ALL_PREV else s + 2
-    for r in prange(R):
-        sidx = np.int64(r) if X.shape[0] > 1 else np.int64(0)
-        Xs = X[sidx]
-        Ys = Y[sidx]
-        k = kidx[r]
-        krow = krows[r]
-        key_i = stream_key(seed, reps[r], STREAM_INDEX)
-        key_n = stream_key(seed, reps[r], STREAM_NOISE)
-        key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME) if indep_noise else key_n
-        wm2 = W0[r].copy()     # w_{t-2}  (w_{-1} = w_0)
-        wm1 = W0[r].copy()     # w_{t-1}
-        wn = np.empty(p)       # w_t
-        wm2p = W0[r].copy()
-        wm1p = W0[r].copy()
-        wnp = np.empty(p)
-        g = np.empty(p)
-        gp = np.empty(p)
-        acc = np.zeros(p)
-        accp = np.zeros(p)
-        noise = np.empty(p)
-        dx = np.empty(d)
-        hist = np.zeros(hlen, dtype=np.int64)
-        A = np.empty((md, md))
-        V = np.empty((md, md))
-        lam = np.empty(md)
-        tmp = np.empty(md)
-        # indices drawn before the first step
-        if schedule == PREVIOUS:
-            for c0 in range(s):
-                hist[c0] = c0 if seq else randint(key_i, c0, n)
-            hist[s + 1] = s - 1  # head: slot of the newest index
-        elif schedule == ALL_PREV:
-            hist[0] = 0 if seq else randint(key_i, 0, n)
-        wsum = 0.0
-        lsum = 0.0
-        lrsum = 0.0
-        l2sum = 0.0
-        ci = 0
-        for t in range(1, T + 1):
-            _draw(schedule, key_i, t, s, seq, n, hist)
-            for c in range(p):
-                g[c] = 0.0
-                gp[c] = 0.0
-            fval = _grad(schedule, t, s, n, hist, Xs, Ys, False, k, krow, form, phi, q, wm1, 1.0, g, dx)
-            _grad(schedule, t, s, n, hist, Xs, Ys, True, k, krow, form, phi, q, wm1p, 1.0, gp, dx)
-            if has_ref:
-                lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, False, k, krow, form, phi, q, wref, 0.0, g, dx)
-            eta = etas[t]
-            lsum += fval
-            l2sum += eta * eta * fval
-            if sigma > 0.0:
-                for c in range(p):
-                    noise[c] = sigma * normal(key_n, t * p + c)
-                    g[c] += noise[c]
-                if indep_noise:
-                    for c in range(p):
-                        noise[c] = sigma * normal(key_np, t * p + c)
-                for c in range(p):
-                    gp[c] += noise[c]
-            for c in range(p):
-                wn[c] = wm1[c] - eta * g[c]
-                wnp[c] = wm1p[c] - eta * gp[c]
-            project(ckind, radius, wn, md, A, V, lam, tmp)
-            project(ckind, radius, wnp, md, A, V, lam, tmp)
-            if avg_lag >= 0:
-                om = omegas[t]
-                if avg_lag == 2:
-                    for c in range(p):
-                        acc[c] += om * wm2[c]
-                        accp[c] += om * wm2p[c]
-                elif avg_lag == 1:
-                    for c in range(p):
-                        acc[c] += om * wm1[c]
-                        accp[c] += om * wm1p[c]
-                else:
-                    for c in range(p):
-                        acc[c] += om * wn[c]
-                        accp[c] += om * wnp[c]
-                wsum += om
-            if ci < C and ckpts[ci] == t:
-                rec[r, ci, 0] = _dist(wn, wnp)
-                if avg_lag >= 0:
-                    dd = 0.0
-                    for c in range(p):
-                        e = (acc[c] - accp[c]) / wsum
-                        dd += e * e
-                    rec[r, ci, 1] = math.sqrt(dd)
-                else:
-                    rec[r, ci, 1] = rec[r, ci, 0]
-                rec[r, ci, 2] = lsum
-                rec[r, ci, 3] = lrsum
-                rec[r, ci, 4] = l2sum
-                if rec_out:
-                    for c in range(p):
-                        if avg_lag >= 0:
-                            outs[r, ci, 0, c] = acc[c] / wsum
-                            outs[r, ci, 1, c] = accp[c] / wsum
-                        else:
-                            outs[r, ci, 0, c] = wn[c]
-                            outs[r, ci, 1, c] = wnp[c]
-                ci += 1
-            if avg_lag == 2:
-                _copy(wm2, wm1)
-                _copy(wm2p, wm1p)
-            _copy(wm1, wn)
-            _copy(wm1p, wnp)
+    sigma = float(sigma)
+    noise = NOISE_NONE if sigma == 0.0 else (NOISE_INDEPENDENT if indep_noise else NOISE_SHARED)
+    i64 = np.int64
+    _kernel(kernel_kind(int(schedule), int(s), int(form)))(
+        X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
+        float(q), i64(ckind), float(radius), i64(md), etas, omegas, i64(avg_lag), i64(noise),
+        sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs)
