@@ -1,11 +1,11 @@
-"""P2 Algorithm 1 twin loop with the fast all-pairs gradient, and the naive double loop.
+"""P2 Algorithm 1 twin loop with the naive double loop over pairs (the kernel before issue #7).
 
-``p2_twin_fast`` is the twin kernel's FULL_BATCH path (``stabsim.kernels.twin``: same
+``p2_twin_double_loop`` is the twin kernel's FULL_BATCH path (``stabsim.kernels.twin``: same
 index-free schedule, same noise stream ``normal(key_n, t p + c)`` shared by S and S', no
-projection, last iterate) with ``_grad``'s double loop replaced by
-``stabsim.kernels.allpairs.allpairs_grad``: what the twin kernel does once the lead wires the
-function in.  Used by ``run_all.py`` to time p2_alg1 "fast" next to ``run_twin`` (naive) and to
-check that both give the same trajectories.
+projection, last iterate) with the O(n^2 d) double loop over ordered pairs that the kernel used
+before it called ``stabsim.kernels.allpairs.allpairs_grad``.  Used by ``run_all.py`` to time the
+double loop next to ``run_twin`` (which now uses the all-pairs gradient) and to check that both
+give the same trajectories.
 
 ``naive_allpairs`` is the double loop of the FULL_BATCH branch of ``twin._grad`` (copied, so
 that this benchmark does not depend on the kernel's private helpers), restricted to the
@@ -19,7 +19,6 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from stabsim.kernels.allpairs import allpairs_grad
 from stabsim.losses import pair_loss_grad
 from stabsim.rng import STREAM_NOISE, normal, stream_key
 
@@ -39,7 +38,7 @@ def naive_allpairs(form, phi, q, n, Xs, Ys, prime, k, krow, w, mult, g, dx, rows
 
 
 @njit(cache=True, parallel=True)
-def p2_twin_fast(X, Y, n, kidx, krows, reps, seed, form, phi, q, etas, sigma, out):
+def p2_twin_double_loop(X, Y, n, kidx, krows, reps, seed, form, phi, q, etas, sigma, out):
     """R replicates of P2 Alg. 1 on S and S' (one shared data set X (n + m, d)); out (R, 3):
     ||w_T - w'_T||, sum_t F_S(w_{t-1}), and ||w_T||."""
     R = reps.shape[0]
@@ -53,14 +52,14 @@ def p2_twin_fast(X, Y, n, kidx, krows, reps, seed, form, phi, q, etas, sigma, ou
         wp = np.zeros(d)
         g = np.empty(d)
         gp = np.empty(d)
-        work = np.empty(4 * n + 160)   # allpairs_work_size(n), once per replicate
+        dx = np.empty(d)
         lsum = 0.0
         for t in range(1, T + 1):
             for c in range(d):
                 g[c] = 0.0
                 gp[c] = 0.0
-            lsum += allpairs_grad(form, phi, q, n, X, Y, False, k, krow, w, 1.0, g, work)
-            allpairs_grad(form, phi, q, n, X, Y, True, k, krow, wp, 1.0, gp, work)
+            lsum += naive_allpairs(form, phi, q, n, X, Y, False, k, krow, w, 1.0, g, dx, n)
+            naive_allpairs(form, phi, q, n, X, Y, True, k, krow, wp, 1.0, gp, dx, n)
             eta = etas[t]
             if sigma > 0.0:
                 for c in range(d):

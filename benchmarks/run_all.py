@@ -8,8 +8,9 @@ average before/after every section).  Nothing is asserted: targets are reported 
 
 Sections (see benchmarks/README.md for what each number means):
 
-1. ``families``: for p1_alg1, sgd_pair, p0_alg1, p4_alg1 and p2_alg1 (naive all-pairs gradient
-   = ``run_twin``; fast = ``benchmarks/p2_fast.py`` with ``stabsim.kernels.allpairs``), at
+1. ``families``: for p1_alg1, sgd_pair, p0_alg1, p4_alg1 and p2_alg1 (``run_twin`` uses the fast
+   all-pairs gradient of ``stabsim.kernels.allpairs``; ``benchmarks/p2_fast.py`` is the same twin
+   loop with the double loop over pairs that the kernel had before), at
    d = 10 and 100: ns per twin step of the numba kernel on 1 and 2 threads, a naive
    Python/NumPy loop, NumPy vectorised across replicates, a C loop (gcc -O3 -march=native;
    benchmarks/c/twin_p1.c, benchmarks/c/twin_families.c; none for p2_alg1) and JAX lax.scan + vmap (p1_alg1 and
@@ -71,7 +72,7 @@ FAMILIES = {
     "p4_alg1": dict(loss="point_logistic", n=1000, eta=0.01, sigma=0.1, lag=1,
                     T=(10 ** 5, 2 * 10 ** 4), R=8, Tn=(20000, 4000), Tv=(2000, 500), Rv=256),
     "p2_alg1": dict(loss="auc_squared", n=200, eta=0.05, sigma=0.01, lag=-1,
-                    T=(20, 5), R=4, Tn=(2, 1), Tv=(5, 2), Rv=4, Tfast=(2000, 500)),
+                    T=(2000, 500), R=4, Tn=(2, 1), Tv=(5, 2), Rv=4, Tloop=(20, 5)),
 }
 
 
@@ -153,8 +154,8 @@ def run_vec(fam, X, y, nb, T, R, sigma, gen):
     return lambda: cp.vec_p2(X, y, k, xrep, yrep, f["eta"], T, sigma, gen, R)
 
 
-def p2_fast_call(X, y, nb, T, R, sigma):
-    from p2_fast import p2_twin_fast
+def p2_loop_call(X, y, nb, T, R, sigma):
+    from p2_fast import p2_twin_double_loop
     f = FAMILIES["p2_alg1"]
     L = get_loss(f["loss"])
     k, xrep, yrep = nb[0][:R], nb[1][:R], nb[2][:R]
@@ -165,7 +166,7 @@ def p2_fast_call(X, y, nb, T, R, sigma):
     reps = np.arange(R, dtype=np.int64)
 
     def go():
-        p2_twin_fast(Xext[0], Yext[0], len(y), k, krows, reps, np.int64(SEED), L.form, L.phi, float(L.q),
+        p2_twin_double_loop(Xext[0], Yext[0], len(y), k, krows, reps, np.int64(SEED), L.form, L.phi, float(L.q),
                      etas, float(sigma), out)
         return out
     return go
@@ -341,26 +342,25 @@ def families(args, tmpdir, cloops, jaxpy, ktimer):
                 row["jax_skipped"] = "JAX not installed (pass --jax-python or set STABSIM_JAX_PYTHON)"
             else:
                 row["jax_skipped"] = "JAX comparator written for p1_alg1 and sgd_pair only"
-            # --- p2: the fast all-pairs gradient in the same twin loop
+            # --- p2: the double loop over pairs (the kernel before it used stabsim.kernels.allpairs)
             if fam == "p2_alg1":
-                Tf = f["Tfast"][qi]
-                fast = p2_fast_call(X, y, nb, Tf, R, f["sigma"])
-                fast()  # compile / load
-                chk = p2_fast_call(X, y, nb, T, R, f["sigma"])()
-                dsk = kernel(fam, X, y, T, R, ck=[T])
+                Tl = f["Tloop"][qi]
+                loop = p2_loop_call(X, y, nb, Tl, R, f["sigma"])
+                chk = loop()  # compile / load, and the check against the kernel
+                dsk = kernel(fam, X, y, Tl, R, ck=[Tl])
                 lp = dsk.loss_path[:, -1].values
-                row["fast_matches_kernel"] = close(chk[:, 0], dsk.dist_iterate[:, -1].values, 1e-8) and \
+                row["loop_matches_kernel"] = close(chk[:, 0], dsk.dist_iterate[:, -1].values, 1e-8) and \
                     close(chk[:, 1], lp, 1e-9)
-                row["fast_max_rel_diff_dist"] = float(np.max(np.abs(chk[:, 0] - dsk.dist_iterate[:, -1].values)
+                row["loop_max_rel_diff_dist"] = float(np.max(np.abs(chk[:, 0] - dsk.dist_iterate[:, -1].values)
                                                              / np.abs(dsk.dist_iterate[:, -1].values)))
                 numba.set_num_threads(1)
-                thr = thread_pair(fast, rep)
-                row["fast_T"] = Tf
-                row["fast_1t_ns"] = thr[1]["wall_s"] / (Tf * R) * 1e9
+                thr = thread_pair(loop, rep)
+                row["loop_T"] = Tl
+                row["loop_1t_ns"] = thr[1]["wall_s"] / (Tl * R) * 1e9
                 if 2 in thr:
-                    row["fast_2t_ns"] = thr[2]["wall_s"] / (Tf * R) * 1e9
-                    row["fast_speedup_2t"] = thr[1]["wall_s"] / thr[2]["wall_s"]
-                row["kernel_over_fast"] = row["kernel_1t_ns"] / row["fast_1t_ns"]
+                    row["loop_2t_ns"] = thr[2]["wall_s"] / (Tl * R) * 1e9
+                    row["loop_speedup_2t"] = thr[1]["wall_s"] / thr[2]["wall_s"]
+                row["loop_over_kernel"] = row["loop_1t_ns"] / row["kernel_1t_ns"]
             row["naive_over_kernel"] = row["naive_ns"] / row["kernel_R1_1t_ns"]
             row["vec_over_kernel"] = row["vec_ns"] / row["kernel_1t_ns"]
             row["load_end"] = bt.load_now()["loadavg_1_5_15"]
@@ -612,22 +612,23 @@ def write_md(res, path):
         L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in res["families"]:
             oks = [r.get(k) for k in ("naive_matches_kernel", "vec_matches_kernel", "c_matches_kernel",
-                                      "jax_matches_kernel", "fast_matches_kernel") if k in r]
+                                      "jax_matches_kernel", "loop_matches_kernel") if k in r]
             L.append(f"| {r['family']} | {r['d']} | {r['loss']} | {r['T']:,} | {fmt(r['kernel_R1_1t_ns'])} | "
                      f"{fmt(r.get('kernelcall_R1_ns'))} | {fmt(r['kernel_1t_ns'])} | {fmt(r.get('kernel_2t_ns'))} | {fmt(r.get('speedup_2t'), '.2f')} | "
                      f"{fmt(r['naive_ns'])} | {fmt(r['vec_ns'])} | {fmt(r.get('c_ns'))} | {fmt(r.get('jax_ns'))} | "
                      f"{fmt(r['naive_over_kernel'])}x | {fmt(r.get('kernel_R1_over_c'), '.2f')} | "
                      f"{fmt(r.get('kernelcall_over_c'), '.2f')} | {'yes' if all(oks) else 'NO'} | {r['load_start'][0]:.1f}-{r['load_end'][0]:.1f} |")
             if r["family"] == "p2_alg1":
-                L.append(f"| p2_alg1 fast | {r['d']} | {r['loss']} | {r['fast_T']:,} | - | - | {fmt(r['fast_1t_ns'])} | "
-                         f"{fmt(r.get('fast_2t_ns'))} | {fmt(r.get('fast_speedup_2t'), '.2f')} | - | - | - | - | "
-                         f"kernel/fast {fmt(r['kernel_over_fast'])}x | - | - | "
-                         f"{'yes' if r['fast_matches_kernel'] else 'NO'} | |")
+                L.append(f"| p2_alg1 double loop | {r['d']} | {r['loss']} | {r['loop_T']:,} | - | - | {fmt(r['loop_1t_ns'])} | "
+                         f"{fmt(r.get('loop_2t_ns'))} | {fmt(r.get('loop_speedup_2t'), '.2f')} | - | - | - | - | "
+                         f"loop/kernel {fmt(r['loop_over_kernel'])}x | - | - | "
+                         f"{'yes' if r['loop_matches_kernel'] else 'NO'} | |")
         L.append("")
         L.append("p0_alg1 costs O(t) per step: its ns per twin step is the average over t = 1..T.  p2_alg1 is at "
                  "n = 200 (all n(n-1) pairs per step; `naive` is the Python double loop, `NumPy vec` the (R, n, n) "
-                 "margin tensors); `p2_alg1 fast` is the same twin loop with `stabsim.kernels.allpairs` "
-                 "(`benchmarks/p2_fast.py`), checked against `run_twin`.  `kernel call` = the twin kernel call "
+                 "margin tensors; the kernel uses `stabsim.kernels.allpairs`); `p2_alg1 double loop` is the same twin loop "
+                 "with the O(n^2 d) double loop over pairs that the kernel had before (`benchmarks/p2_fast.py`), "
+                 "checked against `run_twin`.  `kernel call` = the twin kernel call "
                  "alone inside the `kernel R=1` runs (run_twin's own Python work excluded, as in bench_twin.py): the "
                  "number to set against C.  Not measured: "
                  + "; ".join(sorted({f"{r['family']}: " + "; ".join(x for x in (r.get('c_skipped'), r.get('jax_skipped')) if x)
@@ -636,7 +637,7 @@ def write_md(res, path):
         a = res["allpairs"]
         L.append("## 2. P2 all-pairs gradient at n = 10^4 (S', one call = loss + gradient over n(n-1) ordered pairs)\n")
         L.append("AUC losses and `ranking_logistic` (the loss of P2's studies; labels +-1).  "
-                 "`naive` = the double loop of the twin kernel's FULL_BATCH branch (numba), timed on the first "
+                 "`naive` = the numba double loop over ordered pairs (`benchmarks/p2_fast.py`, the twin kernel's FULL_BATCH branch before it used this module), timed on the first "
                  "`rows` values of i and extrapolated by n / rows; `full naive` = the whole double loop, run once "
                  "for the squared loss to compare results.\n")
         L.append("| loss | d | fast (ms) | naive, extrapolated (s) | rows timed | fast/naive speed-up | full naive (s) "

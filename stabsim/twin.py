@@ -15,6 +15,7 @@ from . import rng
 from .algorithms import get_algorithm
 from .constraints import get_constraint
 from .kernels import N_REC, twin_kernel
+from .kernels.twin import checkpoint_sums
 from .losses import get_loss
 from .neighbours import as_neighbour, make_neighbours
 from .provenance import provenance
@@ -167,18 +168,12 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
 
 
-def _partial_sums(v, ck, squares=False):
-    """sum_{j<=t} v_j (or v_j^2) at the checkpoints t (1-based, increasing), one segment at a
-    time: no array of all T partial sums or squares is built."""
-    segs = np.split(v[:ck[-1]], ck[:-1])
-    return np.cumsum([seg @ seg if squares else seg.sum() for seg in segs])
-
-
 def _to_dataset(rec, outs, reps, ck, etas, kidx, meta) -> xr.Dataset:
     eta = etas[1:]
+    sums = checkpoint_sums(etas, ck)
     coords = {"replicate": reps, "t": ck,
-              "sum_eta": ("t", _partial_sums(eta, ck), {"long_name": "sum_{j<=t} eta_j"}),
-              "sum_eta2": ("t", _partial_sums(eta, ck, squares=True), {"long_name": "sum_{j<=t} eta_j^2"}),
+              "sum_eta": ("t", sums[0], {"long_name": "sum_{j<=t} eta_j"}),
+              "sum_eta2": ("t", sums[1], {"long_name": "sum_{j<=t} eta_j^2"}),
               "eta_t": ("t", eta[ck - 1], {"long_name": "eta_t"})}
     data = {name: (("replicate", "t"), rec[:, :, i], {"long_name": ln, "description": desc, "units": "1"})
             for i, (name, ln, desc) in enumerate(REC_VARS)}

@@ -231,3 +231,70 @@ def test_loss_path_is_the_sum_of_step_losses():
     assert float(ds.loss_path[0, 0]) == pytest.approx(sum(vals), abs=1e-12)
     assert float(ds.loss_ref_path[0, 0]) == pytest.approx(sum(ref), abs=1e-12)
     assert float(ds.eta2_loss_path[0, 0]) == pytest.approx(0.01 * sum(vals), abs=1e-12)
+
+
+@pytest.mark.parametrize("loss", ["auc_hinge", "auc_squared", "auc_logistic", "auc_ordered_hinge"])
+def test_full_batch_auc_losses_match_reference(loss):
+    """P2 Alg. 1 on +-1 labels runs through stabsim.kernels.allpairs (sorted scores for the hinge,
+    closed form for the squared loss, factorised exponentials for the logistic loss); the
+    naive reference is the plain double sum over ordered pairs."""
+    X, y = _data(n=9)
+    xk, yk = _replacement(3)
+    T = 8
+    w0 = np.array([0.3, -0.2, 0.1])
+    ds = _twin(X, y, 2, xk, yk, algorithm="p2_alg1", loss=loss, eta=0.4, T=T, replicates=1, sigma=0.1,
+               w0=w0, constraint=("l2", 0.6))
+    knoise = naive.stream(SEED, 0, rng.STREAM_NOISE)
+    noises = [naive.noise_vector(knoise, t, 3, 0.1) for t in range(1, T + 1)]
+    etas = np.r_[np.nan, np.full(T, 0.4)]
+    Xp, yp = naive.replaced(X, y, 2, xk, yk)
+    for run, (Xr, yr) in enumerate(((X, y), (Xp, yp))):
+        th = naive.full_batch_gd(Xr, yr, loss, etas, w0, noises, ("l2", 0.6))
+        np.testing.assert_allclose(ds.output[0, -1, run], th, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("loss", ["auc_logistic", "auc_squared", "ranking_hinge"])
+def test_p0_alg1_long_run_matches_reference(loss):
+    """T well above d, so the squared loss switches to running class statistics (O(d^2) per
+    step) and the other losses use the tight all-previous loop."""
+    X, y = _data(n=15, labels="real" if loss.startswith("ranking") else "pm")
+    xk, yk = _replacement(3)
+    T = 60
+    ds = _twin(X, y, 4, xk, yk, algorithm="p0_alg1", loss=loss, eta=0.1, T=T, replicates=2)
+    Xp, yp = naive.replaced(X, y, 4, xk, yk)
+    for r in range(2):
+        idx = _index_stream(r, T + 1, 15)
+        for run, (Xr, yr) in enumerate(((X, y), (Xp, yp))):
+            _, out = naive.p0_alg1(Xr, yr, loss, "none", 0.1, T, idx, np.zeros(3))
+            np.testing.assert_allclose(ds.output[r, -1, run], out, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("alg,loss,constraint,sigma,indep,output", [
+    ("p1_alg1", "auc_hinge", ("l2", 0.25), 0.0, False, None),
+    ("p1_alg1", "auc_logistic", "none", 0.0, False, "t_weighted_lag2"),
+    ("p1_alg2", "auc_ordered_squared", ("l2", 0.5), 0.0, False, "last"),
+    ("sgd_pair", "auc_hinge", ("l2", 0.3), 0.0, False, "mean_lag0"),
+    ("p4_alg2", "ranking_logistic", ("l2", 0.4), 0.3, True, None),
+    ("p4_alg1", "point_lsq", ("l2", 0.5), 0.2, False, None),
+    ("p4_alg1", "point_hinge", "none", 0.0, False, "last"),
+])
+def test_fast_kernels_give_the_same_numbers_as_the_general_path(monkeypatch, alg, loss, constraint,
+                                                               sigma, indep, output):
+    """The single-pair kinds fuse the update with the norm, reuse cached norms and let an
+    unmoved iterate share its slot; the general path accumulates the gradient into a buffer
+    and projects with constraints.project.  Both must give the same numbers exactly."""
+    import functools
+
+    from stabsim.kernels import twin as kt
+    X, y = _data(n=40 if alg == "p1_alg2" else 12, labels="real" if loss.startswith("ranking") else "pm")
+    kw = dict(algorithm=alg, loss=loss, constraint=constraint, eta=0.3, T=35, replicates=3, seed=SEED,
+              neighbour="flip", sigma=sigma, independent_noise=indep, output=output, record_outputs=True,
+              w_ref=np.array([0.1, -0.2, 0.3]), checkpoints=[1, 2, 7, 20, 35])
+    fast = stabsim.run_twin(X, y, **kw)
+    monkeypatch.setattr(stabsim.twin, "twin_kernel", functools.partial(kt.twin_kernel, kind=kt.GENERAL))
+    general = stabsim.run_twin(X, y, **kw)
+    assert kt.kernel_kind(kt.PREVIOUS if alg.startswith("p1") else
+                          (kt.POINTWISE if alg == "p4_alg1" else kt.UNIFORM_PAIR), 1,
+                          stabsim.get_loss(loss).form) != kt.GENERAL
+    for v in ("output", "dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path"):
+        np.testing.assert_array_equal(fast[v].values, general[v].values, err_msg=v)

@@ -92,22 +92,12 @@ Complexity: O(min(t d, d^2)) per step instead of O(t d), i.e. O(T d^2) instead o
 for T steps.  The hinge and logistic losses have no such shortcut for the all-previous
 schedule: the iterate moves every step, so every previous score w.x_b changes and the sorted
 order cannot be carried over; their O(t) loop stays (tight form: ``allprev_pairs``, O(t d)
-with no per-pair function call).  The twin kernel is not changed here (the lead wires these
-functions in); the call pattern is given in each docstring.
+with no per-pair function call).
 
-Wiring into ``stabsim.kernels.twin`` (not done here): allocate once per replicate
-``work = np.empty(4 * n + 160)`` (S and S' are evaluated one after the other, so one array
-serves both) and, in ``_grad``'s FULL_BATCH branch, for form in (AUC, AUC_ORDERED, RANKING)::
-
-    return allpairs_grad(form, phi, q, n, Xs, Ys, prime, k, krow, w, mult, g, work)
-
-(the metric forms keep the double loop).  The ALL_PREV branch's loop can be replaced, for the
-same forms and any phi, by the equivalent tight loop (about 10 ns per pair at d = 10)::
-
-    return allprev_pairs(form, phi, q, w, Xs, Ys, _rowid(hist[t], prime, k, krow), hist, t,
-                         prime, k, krow, mult, g)
-
-and, for phi = squared, by ``allprev_squared`` with per-run class statistics (see there).
+The twin kernel (``stabsim.kernels.twin._grad``) calls ``allpairs_grad`` in its FULL_BATCH
+branch and ``allprev_pairs`` / ``allprev_squared`` (with per-run class statistics kept by
+``stats_add``) in its ALL_PREV branch, for the linear forms; the metric forms keep the
+double loops there.
 
 Every function is ``@njit(cache=True)``, allocates nothing, and takes a caller-owned float64
 workspace.  S' is handled as in the twin kernel: the run on S' reads row ``krow`` of Xs/Ys

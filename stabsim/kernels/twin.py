@@ -36,27 +36,33 @@ and ALL_PREV's new draw), fhat_j(w_{j-1}) is an unbiased estimate of F_S(w_{j-1}
 
 How the kernel is made fast
 ---------------------------
-``twin_kernel`` (the entry point, same arguments for every configuration) picks a kernel
-*specialised* to the configuration (schedule, s == 1, loss form, phi, constraint, output
-lag, noise mode, reference loss): ``_specialised(...)`` builds a closure whose
-configuration codes are closure constants, so numba prunes every branch of the other
-configurations before typing and LLVM sees one straight loop (``@njit(cache=True)``:
-each configuration is compiled once, then loaded from the on-disk cache, whose key includes
-the closure constants).  Helpers are plain ``@njit`` functions called with constant codes,
-which LLVM inlines and folds; numba-IR inlining (``inline="always"``) is avoided because
-it deep-copies the callee's IR at every call site (benchmarks/README.md, "Compile time").
+``twin_kernel`` (the entry point, same arguments for every configuration) runs one of four
+compiled kernels (``kernel_kind``): ``FAST_PREVIOUS`` (P1 Alg. 1/2: PREVIOUS with s = 1),
+``FAST_PAIR`` (UNIFORM_PAIR: SGD_pair, P4 Alg. 2) and ``FAST_POINT`` (P4 Alg. 1), each with a
+linear margin, and ``GENERAL`` for everything else (buffers s > 1, ALL_PREV, FULL_BATCH,
+metric learning).  The kind is a closure constant of ``_build``, so numba drops the other
+kinds' code before typing; loss, constraint, output and noise stay run-time codes (a
+well-predicted branch costs far less than a compilation for each of their combinations
+would: four kernels compile in about 75 s once, then load from the on-disk cache).
 
-* Iterates live in a (2, 3, p) array (run S / S', three slots); the slots of w_{t-2},
-  w_{t-1} and w_t rotate each step, so nothing is copied.
-* The steps with a single pair (or point) and a linear margin (P1 Alg. 1/2, SGD_pair,
-  P4 Alg. 1/2) compute the scalar f with grad = f (x_a - x_b) and update w in one pass,
-  with the same floating-point operations as accumulating f (x_a - x_b) into a zeroed
-  gradient buffer (which the other schedules do).
-* FULL_BATCH with a linear margin uses ``allpairs.allpairs_grad`` (O(n log n + n d) for the
-  hinge, O(n d) for the squared loss instead of the O(n^2 d) double loop); ALL_PREV with a
-  linear margin uses the tight loop ``allpairs.allprev_pairs``, and for the squared loss the
-  running class statistics ``allpairs.allprev_squared`` (O(d^2) per step once t > d instead
-  of O(t d)).  Their results agree with the double loops up to rounding (see allpairs.py).
+* Iterates live in a (2, 3, p) array (run S / S', three slots).  The slots of w_{t-2} and
+  w_{t-1} move on each step instead of the vectors being copied, and when a step leaves w
+  exactly where it was (zero gradient, no noise, no active projection: most hinge steps)
+  w_t simply shares the slot of w_{t-1}.
+* A single-term step (``_single_step``) computes the scalar f with grad = f (x_a - x_b) and
+  writes w_t in one pass that also sums ||w_t||^2 for the l2 projection; the squared norm of
+  an iterate that did not move is reused.  These give exactly the numbers of the general path
+  (gradient accumulated into a zeroed buffer, then ``constraints.project``), which the tests
+  check.
+* FULL_BATCH with a linear margin uses ``allpairs.allpairs_grad`` (O(n d) for the squared
+  loss, O(n log n + n d) for the hinge, O(n_+ n_- + n d) for the logistic loss, instead of the
+  O(n^2 d) double loop); ALL_PREV with a linear margin uses the tight loop
+  ``allpairs.allprev_pairs`` (O(t d)), and for the squared loss, once t > d, the running class
+  statistics of ``allpairs.allprev_squared`` (O(d^2) per step).  These agree with the double
+  loops up to rounding (see allpairs.py; the tests compare them with tests/naive.py to 1e-12).
+* Helpers on the hot path are numba-inlined (``inline="always"``) at few call sites; numba
+  deep-copies an inlined callee's IR at each site, so deep chains of them would make the
+  compilation slow (benchmarks/README.md, "Compile time").
 """
 
 from __future__ import annotations
@@ -471,13 +477,33 @@ def _record(rec, outs, rec_out, r, ci, W, p0, q0, acc, wsum, lag, lsum, lrsum, l
             outs[r, ci, 1, c] = acc[1, c] / wsum if lag >= 0 else W[1, q0, c]
 
 
+@njit(cache=True)
+def checkpoint_sums(etas, ckpts):
+    """(sum_{j<=t} eta_j, sum_{j<=t} eta_j^2) at the checkpoints t, summed left to right (the
+    same numbers as ``np.cumsum``, without an array of all T partial sums)."""
+    out = np.empty((2, ckpts.shape[0]))
+    s1 = 0.0
+    s2 = 0.0
+    ci = 0
+    for t in range(1, ckpts[-1] + 1):
+        e = etas[t]
+        s1 += e
+        s2 += e * e
+        if ckpts[ci] == t:
+            out[0, ci] = s1
+            out[1, ci] = s2
+            ci += 1
+    return out
+
+
 @lru_cache(maxsize=None)
 def _kernel(kind):
     return _build(kind)
 
 
 def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
-                etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs):
+                etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+                kind=None):
     """Run R coupled replicates; see the module docstring for the arguments' meaning.
 
     X (nS, n + m, d), Y (nS, n + m): nS = 1 (one data set) or R (one per replicate); the first
@@ -485,12 +511,14 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
     kidx[r] by row krows[r] (kidx[r] = -1 makes S' = S).  W0 (R, p): initial points.
     etas, omegas (T+1,), index 0 unused.  ckpts (C,): increasing steps in 1..T.
     rec (R, C, N_REC) is written; outs (R, C, 2, p) receives the outputs on S and S' when
-    rec_out.  Nothing is allocated inside the step loop.
+    rec_out.  Nothing is allocated inside the step loop.  ``kind`` overrides ``kernel_kind``
+    (``GENERAL`` runs any configuration; the tests use it to check that the fast kinds give
+    bit-identical results).
     """
     sigma = float(sigma)
     noise = NOISE_NONE if sigma == 0.0 else (NOISE_INDEPENDENT if indep_noise else NOISE_SHARED)
     i64 = np.int64
-    _kernel(kernel_kind(int(schedule), int(s), int(form)))(
+    _kernel(kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind))(
         X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
         float(q), i64(ckind), float(radius), i64(md), etas, omegas, i64(avg_lag), i64(noise),
         sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs)
