@@ -64,9 +64,9 @@ TARGETS = {"p1_naive_over_kernel_d10": 150.0, "p1_kernel_over_c": 1.3, "speedup_
 # per family: loss, data, step size, noise, and sizes (full, quick)
 FAMILIES = {
     "p1_alg1": dict(loss="auc_hinge", n=1000, eta=0.01, sigma=0.0, lag=2,
-                    T=(10 ** 5, 2 * 10 ** 4), R=8, Tn=(20000, 4000), Tv=(2000, 500), Rv=256, Tj=20000),
+                    T=(10 ** 6, 2 * 10 ** 4), R=8, Tn=(20000, 4000), Tv=(2000, 500), Rv=256, Tj=20000),
     "sgd_pair": dict(loss="auc_hinge", n=1000, eta=0.01, sigma=0.0, lag=1,
-                     T=(10 ** 5, 2 * 10 ** 4), R=8, Tn=(20000, 4000), Tv=(2000, 500), Rv=256, Tj=20000),
+                     T=(10 ** 6, 2 * 10 ** 4), R=8, Tn=(20000, 4000), Tv=(2000, 500), Rv=256, Tj=20000),
     "p0_alg1": dict(loss="auc_hinge", n=1000, eta=0.01, sigma=0.0, lag=1,
                     T=(2000, 1000), R=4, Tn=(500, 200), Tv=(500, 200), Rv=16),
     "p4_alg1": dict(loss="point_logistic", n=1000, eta=0.01, sigma=0.1, lag=1,
