@@ -20,7 +20,7 @@ from .losses import get_loss
 from .neighbours import as_neighbour, make_neighbours
 from .provenance import provenance
 from .steps import step_sizes
-from .validation import check_Xy, positive, positive_int
+from .validation import check_Xy, positive_int
 
 REC_VARS = (
     ("dist_iterate", "||w_t - w'_t||", "distance between the iterates on S and S'"),

@@ -125,6 +125,9 @@ def test_p0_alg1_matches_reference(loss, constraint):
         np.testing.assert_allclose(ds.output[r, -1, 0], out, atol=1e-12, rtol=0)
         np.testing.assert_allclose(ds.output[r, -1, 1], outp, atol=1e-12, rtol=0)
         assert abs(float(ds.dist_iterate[r, -1]) - np.linalg.norm(wlast - wlastp)) < 1e-12
+        # output "mean_lag0" averages the post-step iterates: out + (w_T - w_0) / T, with w_0 = 0
+        np.testing.assert_allclose(last.output[r, -1, 0], out + wlast / T, atol=1e-12, rtol=0)
+        np.testing.assert_allclose(last.output[r, -1, 1], outp + wlastp / T, atol=1e-12, rtol=0)
 
 
 @pytest.mark.parametrize("alg,loss,sigma", [

@@ -47,8 +47,9 @@ import numpy as np
 from numba import njit, prange
 
 from ..constraints import project
-from ..losses import pair_loss_grad
+from ..losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad
 from ..rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
+from .allpairs import allprev_pairs
 
 #: stream of P3's random points of C (burn-in points, OnPairC's random w_0); not in rng.py's list
 STREAM_BURNIN = 8
@@ -95,6 +96,9 @@ def _lhat(form, phi, q, w, Xs, Ys, order, t, prime, k, krow, scale, g, dx):
     """(1/(t-1)) sum_{s<t} l(w; z_t, z_s) over the stream order (t is 1-based); adds
     scale * its gradient into g.  Returns the average loss (without the regulariser)."""
     a = _row(order[t - 1], prime, k, krow)
+    if form == AUC or form == AUC_ORDERED or form == RANKING:
+        # linear margins: the tight all-previous loop (one score per previous point)
+        return allprev_pairs(form, phi, q, w, Xs, Ys, a, order, t - 1, prime, k, krow, scale, g)
     tot = 0.0
     sc = scale / (t - 1.0)
     for s in range(t - 1):

@@ -77,8 +77,7 @@ from ..constraints import FROBENIUS, L2, NONE, _project_matrix
 from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _linear_coef, linear_pair_coef,
                       pair_loss_grad, point_coef, point_coef_from_dot)
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
-from .allpairs import (allpairs_grad, allpairs_work_size, allprev_pairs, allprev_squared,
-                       stats_add, stats_reset, stats_shape)
+from .allpairs import allpairs_grad, allprev_pairs, allprev_squared, stats_add
 
 PREVIOUS, ALL_PREV, UNIFORM_PAIR, POINTWISE, FULL_BATCH = range(5)
 N_REC = 5
