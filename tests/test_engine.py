@@ -256,10 +256,11 @@ def test_full_batch_auc_losses_match_reference(loss):
         np.testing.assert_allclose(ds.output[0, -1, run], th, atol=1e-12, rtol=0)
 
 
-@pytest.mark.parametrize("loss", ["auc_logistic", "auc_squared", "ranking_hinge"])
+@pytest.mark.parametrize("loss", ["auc_logistic", "auc_squared", "ranking_hinge", "ranking_squared"])
 def test_p0_alg1_long_run_matches_reference(loss):
     """T well above d, so the squared loss switches to running class statistics (O(d^2) per
-    step) and the other losses use the tight all-previous loop."""
+    step) and the other losses use the tight all-previous loop; ``ranking_squared`` on real
+    labels must fall back to the loop (class statistics need labels +-1)."""
     X, y = _data(n=15, labels="real" if loss.startswith("ranking") else "pm")
     xk, yk = _replacement(3)
     T = 60

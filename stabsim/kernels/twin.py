@@ -314,6 +314,11 @@ def _build(KIND):
         hlen = T + 1 if schedule == ALL_PREV else s + 2
         nwork = 4 * n + 160 if (schedule == FULL_BATCH and linear) else 0
         use_stats = schedule == ALL_PREV and phi == SQUARED and linear
+        if use_stats:  # class statistics need labels in {-1, +1} (``ranking`` allows any)
+            for i in range(Y.shape[0]):
+                for j in range(Y.shape[1]):
+                    if Y[i, j] != 1.0 and Y[i, j] != -1.0:
+                        use_stats = False
         slen = 1 + d + d * d if use_stats else 0
         noisy = noise != NOISE_NONE
         nr1 = 1 if noise == NOISE_INDEPENDENT else 0   # row of nz holding the noise of S'
