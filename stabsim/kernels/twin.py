@@ -73,7 +73,7 @@ from functools import lru_cache
 import numpy as np
 from numba import njit, prange
 
-from ..constraints import FROBENIUS, L2, NONE, _project_matrix
+from ..constraints import FROBENIUS, L2, project
 from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _linear_coef, linear_pair_coef,
                       pair_loss_grad, point_coef, point_coef_from_dot)
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
@@ -259,24 +259,6 @@ def _free_slot(a, b):
     return 3 - a - b if a != b else (b + 1) % 3
 
 
-@njit(cache=True, inline="always")
-def _project_slot(ckind, radius, W, run, slot, md, A, V, lam, tmp):
-    """Pi_W(W[run, slot]) in place (constraints.project on a row of the iterate array)."""
-    if ckind == NONE:
-        return
-    p = W.shape[2]
-    if ckind == L2 or ckind == FROBENIUS:
-        s = 0.0
-        for c in range(p):
-            s += W[run, slot, c] * W[run, slot, c]
-        if s > radius * radius:
-            f = radius / math.sqrt(s)
-            for c in range(p):
-                W[run, slot, c] *= f
-        return
-    _project_matrix(ckind, radius, W[run, slot], md, A, V, lam, tmp)
-
-
 # Kernel kinds: the three single-term schedules with a linear margin get a kernel each (their
 # step is the whole cost, so it is written out in one pass); everything else shares GENERAL.
 FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL = range(4)
@@ -450,7 +432,7 @@ def _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
             g[run, c] += nz[nr, c]
     for c in range(p):
         W[run, dst, c] = W[run, src, c] - eta * g[run, c]
-    _project_slot(ckind, radius, W, run, dst, md, A, V, lam, tmp)
+    project(ckind, radius, W[run, dst], md, A, V, lam, tmp)
     return val
 
 
