@@ -399,7 +399,7 @@ def _build(KIND):
                     else:
                         lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, False, k, krow, form, phi, q,
                                        wref, 0.0, g[0], dx, work, stats[0])
-                if use_stats:
+                if not FAST and use_stats:   # (only ALL_PREV uses statistics: a GENERAL schedule)
                     for run in range(2):
                         stats_add(stats[run], Xs, Ys, _rowid(hist[t], run == 1, k, krow))
                 lsum += fval
