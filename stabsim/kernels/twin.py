@@ -45,13 +45,16 @@ kinds' code before typing; loss, constraint, output and noise stay run-time code
 well-predicted branch costs far less than a compilation for each of their combinations
 would: four kernels compile in about 75 s once, then load from the on-disk cache).
 
-* Iterates live in a (2, 3, p) array (run S / S', three slots).  The slots of w_{t-2} and
-  w_{t-1} move on each step instead of the vectors being copied, and when a step leaves w
-  exactly where it was (zero gradient, no noise, no active projection: most hinge steps)
-  w_t simply shares the slot of w_{t-1}.
+* Iterates live in a (2, 2, p) array W[run, slot]: slot 1 holds w_{t-1} and is updated in
+  place into w_t; slot 0 holds w_{t-2}, kept only for the lag-2 output (copied from slot 1
+  before each step).  Fixed slots keep the step's loads at fixed addresses: an earlier design
+  rotated three slots and let an unmoved iterate share its predecessor's slot (no copies), but
+  then the next step's loads depend on the previous step's margin test, which chains the steps
+  together; it ran 10-15% slower at d = 10 (benchmarks/README.md, "Compile time").
 * A single-term step (``_single_step``) computes the scalar f with grad = f (x_a - x_b) and
-  writes w_t in one pass that also sums ||w_t||^2 for the l2 projection; the squared norm of
-  an iterate that did not move is reused.  These give exactly the numbers of the general path
+  updates w in one pass that also sums ||w_t||^2 for the l2 projection; when the step leaves w
+  exactly where it was (zero gradient, no noise, no active projection: most hinge steps)
+  nothing is written and the cached squared norm is reused.  These give exactly the numbers of the general path
   (gradient accumulated into a zeroed buffer, then ``constraints.project``), which the tests
   check.
 * FULL_BATCH with a linear margin uses ``allpairs.allpairs_grad`` (O(n d) for the squared
@@ -192,18 +195,16 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
 
 
 @njit(cache=True, inline="always")
-def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, src, dst, Xs, Ys, a, b, eta, nz, nr,
-                 nrm2):
-    """One step with a single pair (rows a, b) or point (row a, b = -1) and a linear margin:
-    W[run, dst] = Pi(W[run, src] - eta (f (x_a - x_b) + noise)) with grad f(w) = f (x_a - x_b)
+def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, Xs, Ys, a, b, eta, nz, nr, nrm2):
+    """One step with a single pair (rows a, b) or point (row a, b = -1) and a linear margin, in
+    place: w = W[run, 1] <- Pi(w - eta (f (x_a - x_b) + noise)) with grad f(w) = f (x_a - x_b)
     (f x_a for points).  The same floating-point operations as accumulating the gradient into a
     zeroed buffer and projecting with ``constraints.project``; the squared norm that the l2
     projection needs is summed in the update pass, and reused when the iterate did not move
-    (``nrm2[run]``: the squared norm of W[run, src], or -1 if unknown).
+    (``nrm2[run]``: the squared norm of W[run, 1], or -1 if unknown).  When the step leaves w
+    exactly as it was (no noise, zero gradient, no active projection) nothing is written.
 
-    Returns (loss, moved).  When the step leaves w exactly as it was (no noise, zero gradient,
-    no active projection) nothing is written and ``moved`` is False: the caller then lets
-    w_t share the slot of w_{t-1} instead of copying it."""
+    Returns the loss at the iterate before the step."""
     d = Xs.shape[1]
     if pair:
         ya = Ys[a]
@@ -214,12 +215,12 @@ def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, src, dst, Xs,
         else:
             dot = 0.0
             for c in range(d):
-                dot += W[run, src, c] * (Xs[a, c] - Xs[b, c])
+                dot += W[run, 1, c] * (Xs[a, c] - Xs[b, c])
             val, f = linear_pair_coef(form, phi, q, dot, ya, yb)
     else:
         dot = 0.0
         for c in range(d):
-            dot += W[run, src, c] * Xs[a, c]
+            dot += W[run, 1, c] * Xs[a, c]
         val, f = point_coef_from_dot(form, phi, q, dot, Ys[a])
     l2 = ckind == L2 or ckind == FROBENIUS
     s = 0.0
@@ -229,34 +230,25 @@ def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, src, dst, Xs,
             gc = f * (Xs[a, c] - Xs[b, c]) if pair else f * Xs[a, c]
             if noisy:
                 gc += nz[nr, c]
-            v = W[run, src, c] - eta * gc
-            W[run, dst, c] = v
+            v = W[run, 1, c] - eta * gc
+            W[run, 1, c] = v
             s += v * v
     elif l2:
         s = nrm2[run]
         if s < 0.0:
             s = 0.0
             for c in range(d):
-                s += W[run, src, c] * W[run, src, c]
-        if s > radius * radius:  # w did not move but lies outside the ball: project a copy
-            moved = True
-            for c in range(d):
-                W[run, dst, c] = W[run, src, c]
+                s += W[run, 1, c] * W[run, 1, c]
+        moved = s > radius * radius  # w did not move but lies outside the ball (e.g. w_0)
     if l2:
         if moved and s > radius * radius:
             sc = radius / math.sqrt(s)
             for c in range(d):
-                W[run, dst, c] *= sc
+                W[run, 1, c] *= sc
             nrm2[run] = -1.0
         else:
             nrm2[run] = s
-    return val, moved
-
-
-@njit(cache=True, inline="always")
-def _free_slot(a, b):
-    """A slot of the three iterate slots that holds neither w_{t-2} (slot a) nor w_{t-1} (slot b)."""
-    return 3 - a - b if a != b else (b + 1) % 3
+    return val
 
 
 # Kernel kinds: the three single-term schedules with a linear margin get a kernel each (their
@@ -313,9 +305,9 @@ def _build(KIND):
             key_i = stream_key(seed, reps[r], STREAM_INDEX)
             key_n = stream_key(seed, reps[r], STREAM_NOISE)
             key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME)
-            W = np.empty((2, 3, p))       # [run, slot, :]; runs 0 = S, 1 = S'
+            W = np.empty((2, 2, p))       # [run, slot, :]: runs 0 = S, 1 = S'; slots 0 = w_{t-2}, 1 = w_{t-1}
             for run in range(2):
-                for sl in range(3):
+                for sl in range(2):
                     for c in range(p):
                         W[run, sl, c] = W0[r, c]
             g = np.zeros((2, p))
@@ -334,11 +326,6 @@ def _build(KIND):
             if use_stats:
                 for run in range(2):
                     stats_add(stats[run], Xs, Ys, _rowid(hist[0], run == 1, k, krow))
-            # slots of w_{t-2} and w_{t-1} in W[0] (run S) and W[1] (run S'); w_{-1} = w_0
-            p2 = 0
-            p1 = 1
-            q2 = 0
-            q1 = 1
             wsum = 0.0
             lsum = 0.0
             lrsum = 0.0
@@ -364,33 +351,32 @@ def _build(KIND):
                             nz[1, c] = sigma * normal(key_np, t * p + c)
                 eta = etas[t]
                 om = omegas[t]
-                p0 = _free_slot(p2, p1)   # where w_t goes
-                q0 = _free_slot(q2, q1)
+                if lag == 2:   # the output averages w_{t-2} (w_{-1} = w_0)
+                    for run in range(2):
+                        for c in range(p):
+                            acc[run, c] += om * W[run, 0, c]
+                        for c in range(p):
+                            W[run, 0, c] = W[run, 1, c]   # w_{t-1}: the next step's w_{t-2}
+                elif lag == 1:
+                    for run in range(2):
+                        for c in range(p):
+                            acc[run, c] += om * W[run, 1, c]
                 if FAST:  # both runs written out: each inlined copy sees a constant run
-                    fval, moved = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 0, p1, p0,
-                                               Xs, Ys, ia, ib, eta, nz, 0, nrm2)
-                    if not moved:
-                        p0 = p1
+                    fval = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 0, Xs, Ys, ia, ib, eta,
+                                        nz, 0, nrm2)
                     ap = _rowid(ia, True, k, krow)
                     bp = _rowid(ib, True, k, krow) if PAIR else -1
-                    _, moved = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 1, q1, q0,
-                                            Xs, Ys, ap, bp, eta, nz, nr1, nrm2)
-                    if not moved:
-                        q0 = q1
+                    _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 1, Xs, Ys, ap, bp, eta, nz, nr1,
+                                 nrm2)
                 else:
                     fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
-                                         radius, md, eta, noisy, nz, 0, W, 0, p1, p0, g, dx, work,
-                                         stats, A, V, lam, tmp)
+                                         radius, md, eta, noisy, nz, 0, W, 0, g, dx, work, stats, A, V, lam, tmp)
                     _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
-                                  radius, md, eta, noisy, nz, nr1, W, 1, q1, q0, g, dx, work,
-                                  stats, A, V, lam, tmp)
-                if lag >= 0:
-                    sp = p2 if lag == 2 else (p1 if lag == 1 else p0)   # the iterate the output averages
-                    sq = q2 if lag == 2 else (q1 if lag == 1 else q0)
-                    for c in range(p):
-                        acc[0, c] += om * W[0, sp, c]
-                    for c in range(p):
-                        acc[1, c] += om * W[1, sq, c]
+                                  radius, md, eta, noisy, nz, nr1, W, 1, g, dx, work, stats, A, V, lam, tmp)
+                if lag == 0:
+                    for run in range(2):
+                        for c in range(p):
+                            acc[run, c] += om * W[run, 1, c]
                 if has_ref:
                     if FAST and PAIR:
                         lrsum += _pair(form, phi, q, wref, Xs, Ys, ia, ib, False, k, krow, 0.0, g[0], dx)
@@ -407,43 +393,40 @@ def _build(KIND):
                 if lag >= 0:
                     wsum += om
                 if ci < C and ckpts[ci] == t:
-                    _record(rec, outs, rec_out, r, ci, W, p0, q0, acc, wsum, lag, lsum, lrsum, l2sum)
+                    _record(rec, outs, rec_out, r, ci, W, acc, wsum, lag, lsum, lrsum, l2sum)
                     ci += 1
-                p2 = p1
-                p1 = p0
-                q2 = q1
-                q1 = q0
 
     return kernel
 
 
 @njit(cache=True)
 def _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind, radius, md, eta,
-                  noisy, nz, nr, W, run, src, dst, g, dx, work, stats, A, V, lam, tmp):
-    """One step of one run on the general path: W[run, dst] = Pi(W[run, src] - eta (g + noise))
-    with g the average gradient of the step's pairs (``_grad``).  Returns the average loss."""
+                  noisy, nz, nr, W, run, g, dx, work, stats, A, V, lam, tmp):
+    """One step of one run on the general path, in place: w = W[run, 1] <- Pi(w - eta (g + noise))
+    with g the average gradient of the step's pairs at w (``_grad``, computed in full before w
+    changes).  Returns the average loss."""
     p = W.shape[2]
     for c in range(p):
         g[run, c] = 0.0
-    val = _grad(schedule, t, s, n, hist, Xs, Ys, run == 1, k, krow, form, phi, q, W[run, src], 1.0,
+    val = _grad(schedule, t, s, n, hist, Xs, Ys, run == 1, k, krow, form, phi, q, W[run, 1], 1.0,
                 g[run], dx, work, stats[run])
     if noisy:
         for c in range(p):
             g[run, c] += nz[nr, c]
     for c in range(p):
-        W[run, dst, c] = W[run, src, c] - eta * g[run, c]
-    project(ckind, radius, W[run, dst], md, A, V, lam, tmp)
+        W[run, 1, c] = W[run, 1, c] - eta * g[run, c]
+    project(ckind, radius, W[run, 1], md, A, V, lam, tmp)
     return val
 
 
 @njit(cache=True)
-def _record(rec, outs, rec_out, r, ci, W, p0, q0, acc, wsum, lag, lsum, lrsum, l2sum):
+def _record(rec, outs, rec_out, r, ci, W, acc, wsum, lag, lsum, lrsum, l2sum):
     """Write checkpoint ci of replicate r (see the module docstring for rec's columns); w_t is
-    in slot p0 of W[0] (run S) and slot q0 of W[1] (run S')."""
+    W[0, 1] (run S) and W[1, 1] (run S')."""
     p = W.shape[2]
     dd = 0.0
     for c in range(p):
-        e = W[0, p0, c] - W[1, q0, c]
+        e = W[0, 1, c] - W[1, 1, c]
         dd += e * e
     rec[r, ci, 0] = math.sqrt(dd)
     if lag >= 0:
@@ -459,8 +442,8 @@ def _record(rec, outs, rec_out, r, ci, W, p0, q0, acc, wsum, lag, lsum, lrsum, l
     rec[r, ci, 4] = l2sum
     if rec_out:
         for c in range(p):
-            outs[r, ci, 0, c] = acc[0, c] / wsum if lag >= 0 else W[0, p0, c]
-            outs[r, ci, 1, c] = acc[1, c] / wsum if lag >= 0 else W[1, q0, c]
+            outs[r, ci, 0, c] = acc[0, c] / wsum if lag >= 0 else W[0, 1, c]
+            outs[r, ci, 1, c] = acc[1, c] / wsum if lag >= 0 else W[1, 1, c]
 
 
 @njit(cache=True)
