@@ -5,7 +5,10 @@ index draws, same output rule as the kernel), returning the final ||w_T - w'_T||
 ||A_T(S) - A_T(S')||:
 
 * ``naive_*``: one replicate, a Python loop over steps with NumPy vector operations per step
-  (the way the papers' experiments are usually written);
+  (the way the papers' experiments are usually written: the P1 authors' public code,
+  github.com/zhenhuan-yang/simple-pairwise ``alg/auc_fifo_hinge.py``, is such a loop for one
+  run: skip same-label pairs, hinge gradient with ``np.inner``, update, optional l2
+  projection with ``np.linalg.norm``, running sum for the average);
 * ``vec_*``: NumPy vectorised across R replicates (arrays (R, d) of iterates, fancy-indexed
   gathers of the rows each replicate uses): the best one can do without a JIT.
 
