@@ -392,7 +392,7 @@ def main(argv=None) -> dict:
     print(f"CPU: {info['cpu_model']}  ({info['logical_cores']} logical cores, SIMD {', '.join(info['simd'])})")
     print(f"load: {load_before['uptime']}")
     print(f"{ALGORITHM}, {LOSS}, {PROBLEM} n={N}, eta={ETA}, neighbour={NEIGHBOUR}; T={T:,}; "
-          f"min of {rep} runs; ns per twin step (one step on S + one on S')\n")
+          f"min of {rep} interleaved rounds; ns per twin step (one step on S + one on S')\n")
 
     tmp = tempfile.TemporaryDirectory(prefix="stabsim_bench_")
     cloops = {}
@@ -576,6 +576,8 @@ def main(argv=None) -> dict:
     met = {
         "naive_over_kernel_d10": verdict["naive_over_kernel_d10"] >= TARGETS["naive_over_kernel_d10"],
         "kernel_over_c": None if verdict["kernel_over_c"] is None else verdict["kernel_over_c"] <= TARGETS["kernel_over_c"],
+        "kernelcall_over_c": None if verdict["kernelcall_over_c"] is None
+        else verdict["kernelcall_over_c"] <= TARGETS["kernel_over_c"],
         "speedup_2_threads": None if verdict["speedup_2_threads"] is None
         else verdict["speedup_2_threads"] >= TARGETS["speedup_2_threads"],
     }
@@ -584,11 +586,13 @@ def main(argv=None) -> dict:
           f"{verdict['naive_over_kernel_d10']:.0f}x (CPU time: {verdict['naive_over_kernel_d10_cpu']:.0f}x) -> "
           f"{'met' if met['naive_over_kernel_d10'] else 'NOT met'}")
     if verdict["kernel_over_c"] is not None:
-        print(f"  kernel within {TARGETS['kernel_over_c']}x of C (worst case): {verdict['kernel_over_c']:.2f}x "
-              f"(CPU time: {verdict['kernel_over_c_cpu']:.2f}x; kernel call alone: "
-              f"{verdict['kernelcall_over_c'] if verdict['kernelcall_over_c'] is None else round(verdict['kernelcall_over_c'], 2)}x; "
-              f"median of per-round ratios: {verdict['kernel_over_c_paired_median']:.2f}x) -> "
-              f"{'met' if met['kernel_over_c'] else 'NOT met'}")
+        print(f"  kernel within {TARGETS['kernel_over_c']}x of C (worst case over d and constraint):")
+        if verdict["kernelcall_over_c"] is not None:
+            print(f"    the kernel call: {verdict['kernelcall_over_c']:.2f}x -> "
+                  f"{'met' if met['kernelcall_over_c'] else 'NOT met'}")
+        print(f"    run_twin with R=1, including its Python set-up: {verdict['kernel_over_c']:.2f}x "
+              f"(CPU time {verdict['kernel_over_c_cpu']:.2f}x; median of per-round ratios "
+              f"{verdict['kernel_over_c_paired_median']:.2f}x) -> {'met' if met['kernel_over_c'] else 'NOT met'}")
     if verdict["speedup_2_threads"] is not None:
         print(f"  2-thread speed-up >= {TARGETS['speedup_2_threads']}x: {verdict['speedup_2_threads']:.2f}x -> "
               f"{'met' if met['speedup_2_threads'] else 'NOT met'}")
