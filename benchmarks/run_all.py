@@ -23,6 +23,7 @@ Sections (see benchmarks/README.md for what each number means):
 3. ``compile``: numba compile time with an empty cache dir (subprocess) and with the
    on-disk cache; ``import stabsim`` time.
 4. ``suite``: ``stabsim run suite --quick`` in a subprocess: wall time and peak RSS.
+5. with ``--full-suite``: the same for the full-profile ``stabsim run suite`` (about 15 minutes).
 """
 
 from __future__ import annotations
@@ -555,20 +556,23 @@ SUITE = textwrap.dedent("""
 """)
 
 
-def suite_section(tmpdir, study="suite"):
+def suite_section(tmpdir, study="suite", quick=True):
+    """``stabsim run STUDY [--quick]`` in a wrapper process: wall time, CPU time, peak RSS."""
     exe = shutil.which("stabsim")
     cmd = [exe] if exe else [sys.executable, "-m", "stabsim.cli"]
-    out = Path(tmpdir) / "suite" / "out"
+    out = Path(tmpdir) / ("suite" if quick else "suite_full") / "out"
+    flag = ["--quick"] if quick else []
     load0 = bt.load_now()["loadavg_1_5_15"]
-    p = subprocess.run([sys.executable, "-c", SUITE, *cmd, "run", study, "--quick", "--out", str(out),
-                        "--no-progress"], capture_output=True, text=True, cwd=str(ROOT), timeout=3600)
+    p = subprocess.run([sys.executable, "-c", SUITE, *cmd, "run", study, *flag, "--out", str(out),
+                        "--no-progress"], capture_output=True, text=True, cwd=str(ROOT), timeout=3 * 3600)
     if p.returncode != 0 or not p.stdout.strip():
         return {"error": (p.stderr or "no output").strip().splitlines()[-3:]}
     res = json.loads(p.stdout.strip().splitlines()[-1])
-    res["command"] = f"stabsim run {study} --quick --out $TMP/out --no-progress"
+    res["command"] = f"stabsim run {study}{' --quick' if quick else ''} --out $TMP/out --no-progress"
     res["peak_rss_mb"] = res["maxrss_kb"] / 1024
     res["load_start"], res["load_end"] = load0, bt.load_now()["loadavg_1_5_15"]
-    log(f"   {study} --quick: rc {res['rc']}, {res['wall_s']:.0f} s wall, peak RSS {res['peak_rss_mb']:.0f} MB")
+    log(f"   {res['command'].split(' --out')[0]}: rc {res['rc']}, {res['wall_s']:.0f} s wall, "
+        f"peak RSS {res['peak_rss_mb']:.0f} MB")
     return res
 
 
@@ -694,6 +698,13 @@ def write_md(res, path):
     else:
         L.append("## 4. `stabsim run suite --quick`\n")
         L.append("Not run in this invocation (`--quick` skips it; run the full command or add `--suite`).\n")
+    s = res.get("suite_full")
+    if s:
+        L.append(f"## 5. `{s.get('command', 'stabsim run suite')}` (full profile, `--full-suite`)\n")
+        L.append(f"Failed: {s['error']}\n" if "error" in s else
+                 f"Exit code {s['rc']}; wall time {s['wall_s']:.0f} s; peak RSS {s['peak_rss_mb']:.0f} MB (ru_maxrss "
+                 f"of the largest process); CPU {s['cpu_s']:.0f} s; load {s['load_start'][0]:.1f}-"
+                 f"{s['load_end'][0]:.1f}.\n")
     if res.get("targets_report"):
         L.append("## Targets (reported, not asserted)\n")
         for k, v in res["targets_report"].items():
@@ -742,6 +753,8 @@ def main(argv=None):
     ap_.add_argument("--skip", nargs="*", default=[], choices=["families", "allpairs", "compile", "suite"])
     ap_.add_argument("--skip-cold", action="store_true", help="no cold-cache compile (default with --quick)")
     ap_.add_argument("--suite", action="store_true", help="run the suite even with --quick")
+    ap_.add_argument("--full-suite", action="store_true",
+                     help="also run the full-profile suite (`stabsim run suite`, about 15 minutes): wall time, peak RSS")
     ap_.add_argument("--suite-study", default="suite",
                      help="what section 4 runs (default: the whole suite; a study id to test the section)")
     ap_.add_argument("--jax-python", default=None,
@@ -783,6 +796,9 @@ def main(argv=None):
     if "suite" not in args.skip and (args.suite or not args.quick):
         log("4. stabsim run suite --quick")
         res["suite"] = suite_section(tmp.name, args.suite_study)
+    if args.full_suite:
+        log("5. stabsim run suite (full profile)")
+        res["suite_full"] = suite_section(tmp.name, args.suite_study, quick=False)
     res["load_after"] = bt.load_now()
     res["targets_report"] = targets_report(res)
     res["benchmark_wall_s"] = time.perf_counter() - t_start
