@@ -594,17 +594,21 @@ def write_md(res, path):
     L.append(f"**Machine:** {m['cpu_model']} ({m['logical_cores']} logical cores, usable {m['usable_cores']}; "
              f"SIMD {', '.join(m['simd'])}); {m['platform']}; Python {m['python']}, NumPy {m['numpy']}, "
              f"numba {m['numba']}, {m['gcc'] or 'no gcc'}.\n")
-    busy = max(res["load_before"]["loadavg_1_5_15"][0], res["load_after"]["loadavg_1_5_15"][0])
+    # the load average at the start is what other jobs put on the machine; later values include
+    # this benchmark's own 2-thread runs and suite sections, so they do not say the machine was busy
+    busy = res["load_before"]["loadavg_1_5_15"][0]
     if busy > 1.0 or res.get("quick"):
         L.append(f"> **Caveat:** {'`--quick` sizes; ' if res.get('quick') else ''}"
-                 + (f"1-minute load average up to {busy:.1f} on {m['logical_cores']} cores: every process got a "
+                 + (f"1-minute load average {busy:.1f} at the start on {m['logical_cores']} cores: every process got a "
                     "fraction of a core, wall times are inflated and unevenly so, and the 2-thread speed-ups "
                     "measure the other jobs.  Rerun on an idle machine for representative numbers; the "
                     "correctness checks (`ok`, relative differences) are unaffected." if busy > 1.0 else
                     "numbers are indicative only.") + "\n")
     L.append(f"**Load:** before `{res['load_before']['uptime']}`; after `{res['load_after']['uptime']}`.  "
-             "Each section also records the 1/5/15-min load averages at its start and end.  On a "
-             "2-core machine any load above ~0.2 inflates wall times and distorts the 2-thread speed-ups.\n")
+             "Each section also records the 1/5/15-min load averages at its start and end; they rise during "
+             "the run because the benchmark's own 2-thread runs and suite sections load both cores.  Load "
+             "from other jobs at the start (above ~0.2 on 2 cores) inflates wall times and distorts the "
+             "2-thread speed-ups.\n")
     if res.get("families"):
         L.append("## 1. ns per twin step, by algorithm family\n")
         L.append("One twin step = one step on S plus one on S'.  `kernel R=1` = `run_twin` with one replicate "
