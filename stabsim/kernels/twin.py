@@ -47,7 +47,8 @@ would: four kernels compile in about 75 s once, then load from the on-disk cache
 
 * Iterates live in a (2, 2, p) array W[run, slot]: slot 1 holds w_{t-1} and is updated in
   place into w_t; slot 0 holds w_{t-2}, kept only for the lag-2 output (copied from slot 1
-  before each step).  Fixed slots keep the step's loads at fixed addresses: an earlier design
+  before each step, unless the previous step left w unchanged: then the two slots already hold
+  the same vector and the copy is skipped, which is exact).  Fixed slots keep the step's loads at fixed addresses: an earlier design
   rotated three slots and let an unmoved iterate share its predecessor's slot (no copies), but
   then the next step's loads depend on the previous step's margin test, which chains the steps
   together; it ran 10-15% slower at d = 10 (benchmarks/README.md, "Compile time").
@@ -204,7 +205,7 @@ def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, Xs, Ys, a, b,
     (``nrm2[run]``: the squared norm of W[run, 1], or -1 if unknown).  When the step leaves w
     exactly as it was (no noise, zero gradient, no active projection) nothing is written.
 
-    Returns the loss at the iterate before the step."""
+    Returns (loss at the iterate before the step, whether w changed)."""
     d = Xs.shape[1]
     if pair:
         ya = Ys[a]
@@ -248,7 +249,7 @@ def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, Xs, Ys, a, b,
             nrm2[run] = -1.0
         else:
             nrm2[run] = s
-    return val
+    return val, moved
 
 
 # Kernel kinds: the three single-term schedules with a linear margin get a kernel each (their
@@ -322,6 +323,9 @@ def _build(KIND):
             work = np.empty(nwork)
             stats = np.zeros((2, 2, slen))  # [run, class, :] class statistics of the previous draws
             nrm2 = np.full(2, -1.0)          # squared norms of the runs' w_{t-1} (-1: unknown)
+            # slot 0 already equals slot 1 (the last step left w unchanged: its copy can be skipped)
+            same0 = True
+            same1 = True
             _first_draws(schedule, key_i, s, seq, n, hist)
             if use_stats:
                 for run in range(2):
@@ -355,24 +359,32 @@ def _build(KIND):
                     for run in range(2):
                         for c in range(p):
                             acc[run, c] += om * W[run, 0, c]
+                    if not same0:   # w_{t-1} becomes the next step's w_{t-2}
                         for c in range(p):
-                            W[run, 0, c] = W[run, 1, c]   # w_{t-1}: the next step's w_{t-2}
+                            W[0, 0, c] = W[0, 1, c]
+                    if not same1:
+                        for c in range(p):
+                            W[1, 0, c] = W[1, 1, c]
                 elif lag == 1:
                     for run in range(2):
                         for c in range(p):
                             acc[run, c] += om * W[run, 1, c]
                 if FAST:  # both runs written out: each inlined copy sees a constant run
-                    fval = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 0, Xs, Ys, ia, ib, eta,
-                                        nz, 0, nrm2)
+                    fval, moved = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 0, Xs, Ys, ia, ib,
+                                               eta, nz, 0, nrm2)
+                    same0 = not moved
                     ap = _rowid(ia, True, k, krow)
                     bp = _rowid(ib, True, k, krow) if PAIR else -1
-                    _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 1, Xs, Ys, ap, bp, eta, nz, nr1,
-                                 nrm2)
+                    _, moved = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 1, Xs, Ys, ap, bp, eta,
+                                            nz, nr1, nrm2)
+                    same1 = not moved
                 else:
                     fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
                                          radius, md, eta, noisy, nz, 0, W, 0, g, dx, work, stats, A, V, lam, tmp)
                     _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
                                   radius, md, eta, noisy, nz, nr1, W, 1, g, dx, work, stats, A, V, lam, tmp)
+                    same0 = False
+                    same1 = False
                 if lag == 0:
                     for run in range(2):
                         for c in range(p):
