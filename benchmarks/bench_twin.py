@@ -138,13 +138,21 @@ def best_of(fn, repeat: int) -> dict:
     time this process was on a core, so it is much less inflated than wall time when other
     jobs compete for the cores (it sums over threads: use wall time for thread speed-ups).
     """
-    walls, cpus = [], []
-    for _ in range(repeat):
-        c0 = time.process_time()
-        t0 = time.perf_counter()
-        fn()
-        walls.append(time.perf_counter() - t0)
-        cpus.append(time.process_time() - c0)
+    return as_best([timed_call(fn) for _ in range(repeat)])
+
+
+def timed_call(fn) -> tuple[float, float]:
+    """(wall s, CPU s of this process) of one call of fn."""
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def as_best(samples) -> dict:
+    """Minimum wall and CPU time over (wall, CPU) samples, with the raw samples."""
+    walls = [w for w, _ in samples]
+    cpus = [c for _, c in samples]
     return {"wall_s": min(walls), "cpu_s": min(cpus), "walls_s": walls, "cpus_s": cpus}
 
 
@@ -190,13 +198,6 @@ class KernelTimer:
             self.calls.append((time.perf_counter() - t0, time.process_time() - c0))
             return out
         return timed
-
-    def best_since(self, start: int) -> dict | None:
-        if not self.calls or len(self.calls) <= start:
-            return None
-        walls = [c[0] for c in self.calls[start:]]
-        cpus = [c[1] for c in self.calls[start:]]
-        return {"wall_s": min(walls), "cpu_s": min(cpus), "walls_s": walls, "cpus_s": cpus}
 
 
 def kernel_run(X, y, T, R, constraint, record_outputs=False):
@@ -335,21 +336,12 @@ def interleaved(impls: dict, rounds: int, ktimer) -> dict:
     for _ in range(rounds):
         for name, fn in impls.items():
             start = len(ktimer.calls or [])
-            c0 = time.process_time()
-            t0 = time.perf_counter()
-            fn()
-            times[name].append((time.perf_counter() - t0, time.process_time() - c0))
+            times[name].append(timed_call(fn))
             if name.startswith("kernel_R") and ktimer.calls:
                 calls = ktimer.calls[start:]
                 times.setdefault("kernelcall" + name[len("kernel"):], []).append(
                     (sum(c[0] for c in calls), sum(c[1] for c in calls)))
     return times
-
-
-def as_best(samples) -> dict:
-    walls = [w for w, _ in samples]
-    cpus = [c for _, c in samples]
-    return {"wall_s": min(walls), "cpu_s": min(cpus), "walls_s": walls, "cpus_s": cpus}
 
 
 def paired_median(a, b) -> float:
@@ -449,10 +441,8 @@ def main(argv=None) -> dict:
             kn = (float(dsn.dist_iterate[0, -1]), float(dsn.dist_output[0, -1]), float(dsn.loss_path[0, -1]))
             row["naive_matches_kernel"] = all(close(a, b) for a, b in zip(nres, kn))
             row["naive_final"] = dict(zip(("dist_iterate", "dist_output", "loss_path"), nres))
-            runs = {"plain": lambda: plain_run(Xext, Yext, k, krow, T, radius),
-                    **{tag: (lambda cl=cl: cl.run(Xext, Yext, k, krow, T, radius)) for tag, cl in cloops.items()}}
-            for tag, fn in runs.items():
-                stats, _ = fn()
+            for tag in ("plain", *cloops):   # the loops that report the same statistics as the kernel
+                stats, _ = impls[tag]()
                 cres = (stats[0], stats[1], stats[2])
                 row[f"{tag}_final"] = dict(zip(("dist_iterate", "dist_output", "loss_path"), map(float, cres)))
                 row[f"{tag}_max_abs_diff"] = max(abs(a - b) for a, b in zip(cres, kres))

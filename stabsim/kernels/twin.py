@@ -46,18 +46,19 @@ well-predicted branch costs far less than a compilation for each of their combin
 would: four kernels compile in about 75 s once, then load from the on-disk cache).
 
 * Iterates live in a (2, 2, p) array W[run, slot]: slot 1 holds w_{t-1} and is updated in
-  place into w_t; slot 0 holds w_{t-2}, kept only for the lag-2 output (copied from slot 1
-  before each step, unless the previous step left w unchanged: then the two slots already hold
-  the same vector and the copy is skipped, which is exact).  Fixed slots keep the step's loads at fixed addresses: an earlier design
-  rotated three slots and let an unmoved iterate share its predecessor's slot (no copies), but
-  then the next step's loads depend on the previous step's margin test, which chains the steps
-  together; it ran 10-15% slower at d = 10 (benchmarks/README.md, "Compile time").
+  place into w_t; slot 0 holds w_{t-2}, kept only for the lag-2 output.  Slot 0 is copied from
+  slot 1 before each step, unless the previous step left w unchanged: then the two slots
+  already hold the same vector and the copy is skipped (exact).  Fixed slots keep the step's
+  loads at fixed addresses.  An earlier design rotated three slots and let an unmoved iterate
+  share its predecessor's slot (no copies), but then the next step's loads depended on the
+  previous step's margin test, which chained the steps together; it ran 10-15% slower at
+  d = 10 (benchmarks/README.md, "Compile time").
 * A single-term step (``_single_step``) computes the scalar f with grad = f (x_a - x_b) and
-  updates w in one pass that also sums ||w_t||^2 for the l2 projection; when the step leaves w
-  exactly where it was (zero gradient, no noise, no active projection: most hinge steps)
-  nothing is written and the cached squared norm is reused.  These give exactly the numbers of the general path
-  (gradient accumulated into a zeroed buffer, then ``constraints.project``), which the tests
-  check.
+  updates w in one pass that also sums ||w_t||^2 for the l2 projection; when the step leaves
+  w exactly where it was (zero gradient, no noise, no active projection: most hinge steps)
+  nothing is written and the cached squared norm is reused.  These give exactly the numbers
+  of the general path (gradient accumulated into a zeroed buffer, then
+  ``constraints.project``), which the tests check.
 * FULL_BATCH with a linear margin uses ``allpairs.allpairs_grad`` (O(n d) for the squared
   loss, O(n log n + n d) for the hinge, O(n_+ n_- + n d) for the logistic loss, instead of the
   O(n^2 d) double loop); ALL_PREV with a linear margin uses the tight loop
