@@ -1,5 +1,6 @@
 """``benchmarks/c/twin_p1.c`` ported line by line to numba: the plain loop, without stabsim's
-generality (run-time loss, constraint, output-rule and noise codes, checkpoints, iterate slots).
+generality (run-time loss, constraint, output-rule and noise codes, checkpoints, iterate slots),
+and without its look-ahead of the index draws (which changes no number).
 
 It separates the two parts of the kernel-vs-C gap in ``bench_twin.py``: numba's code generation
 for the same program (this port against the C build) and the cost of the kernel's generality
@@ -64,39 +65,56 @@ def twin_p1_plain(X, Y, n, k, krow, key, etas, omegas, T, use_l2, radius, w0, ou
     l2sum = 0.0
     nproj = 0.0
     nactive = 0.0
+    pend = 0.0
+    pendp = 0.0
+    same = True
+    samep = True
     for t in range(1, T + 1):
         i = randint(key, t, n)
         ip = krow if i == k else i
         jp = krow if iprev == k else iprev
         eta = etas[t]
         om = omegas[t]
-        for j in range(d):
-            acc[j] += om * w2[j]
-            accp[j] += om * w2p[j]
+        pend += om
+        pendp += om
+        if not same:
+            for j in range(d):
+                acc[j] += pend * w2[j]
+                w2[j] = w[j]
+            pend = 0.0
+        if not samep:
+            for j in range(d):
+                accp[j] += pendp * w2p[j]
+                w2p[j] = wp[j]
+            pendp = 0.0
         wsum += om
-        for j in range(d):
-            w2[j] = w[j]
-            w2p[j] = wp[j]
         f = _step_auc_hinge(w, X, i, iprev, Y[i], Y[iprev], eta, d)
-        _step_auc_hinge(wp, X, ip, jp, Y[ip], Y[jp], eta, d)
+        fp = _step_auc_hinge(wp, X, ip, jp, Y[ip], Y[jp], eta, d)
+        same = f == 0.0
+        samep = fp == 0.0
         lsum += f
         l2sum += eta * eta * f
         nactive += f != 0.0
         if use_l2:
-            nproj += _project_l2(w, d, radius)
-            nproj += _project_l2(wp, d, radius)
+            a = _project_l2(w, d, radius)
+            b = _project_l2(wp, d, radius)
+            nproj += a + b
+            same = same and a == 0
+            samep = samep and b == 0
         iprev = i
     s = 0.0
     so = 0.0
     for j in range(d):
         e = w[j] - wp[j]
         s += e * e
-        eo = (acc[j] - accp[j]) / wsum
+        a = acc[j] + pend * w2[j] if pend != 0.0 else acc[j]
+        ap = accp[j] + pendp * w2p[j] if pendp != 0.0 else accp[j]
+        eo = (a - ap) / wsum
         so += eo * eo
         out[j] = w[j]
         out[d + j] = wp[j]
-        out[2 * d + j] = acc[j] / wsum
-        out[3 * d + j] = accp[j] / wsum
+        out[2 * d + j] = a / wsum
+        out[3 * d + j] = ap / wsum
     stats[0] = math.sqrt(s)
     stats[1] = math.sqrt(so)
     stats[2] = lsum

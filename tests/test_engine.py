@@ -286,7 +286,8 @@ def test_fast_kernels_give_the_same_numbers_as_the_general_path(monkeypatch, alg
                                                                sigma, indep, output):
     """The single-pair kinds fuse the update with the norm, reuse cached norms and let an
     unmoved iterate share its slot; the general path accumulates the gradient into a buffer
-    and projects with constraints.project.  Both must give the same numbers exactly."""
+    and projects with constraints.project.  Both must give the same numbers exactly, except the
+    lag-2 output, which the fast kinds sum with deferred weights (to rounding)."""
     import functools
 
     from stabsim.kernels import twin as kt
@@ -300,5 +301,16 @@ def test_fast_kernels_give_the_same_numbers_as_the_general_path(monkeypatch, alg
     assert kt.kernel_kind(kt.PREVIOUS if alg.startswith("p1") else
                           (kt.POINTWISE if alg == "p4_alg1" else kt.UNIFORM_PAIR), 1,
                           stabsim.get_loss(loss).form) != kt.GENERAL
-    for v in ("output", "dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path"):
+    for v in ("dist_iterate", "loss_path", "loss_ref_path", "eta2_loss_path"):
         np.testing.assert_array_equal(fast[v].values, general[v].values, err_msg=v)
+    lag = stabsim.get_algorithm(alg, output=output).avg_lag
+    for v in ("output", "dist_output"):
+        if lag != 2:
+            np.testing.assert_array_equal(fast[v].values, general[v].values, err_msg=v)
+        else:
+            # lag 2: the fast kind adds k unchanged w_{t-2} at once, (sum of k weights) * w,
+            # where the general path adds them one by one; both are within T rounding errors
+            # of the exact weighted sum (relative to its size, |weights| * max |w| / sum weights)
+            scale = float(np.max(np.abs(fast.output.values)))
+            bound = 4 * 35 * np.finfo(float).eps * scale
+            np.testing.assert_allclose(fast[v].values, general[v].values, rtol=0, atol=bound, err_msg=v)

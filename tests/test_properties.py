@@ -163,3 +163,22 @@ def test_log_checkpoints():
     ck = stabsim.log_checkpoints(10 ** 6)
     assert ck[0] == 1 and ck[-1] == 10 ** 6 and np.all(np.diff(ck) > 0) and 25 <= ck.size <= 31
     assert math.isclose(np.median(np.diff(np.log10(ck[5:]))), 6 / 29, rel_tol=0.2)
+
+
+@given(etas=arrays(np.float64, st.integers(1, 300), elements=st.floats(1e-6, 10.0)),
+       picks=st.lists(st.integers(0, 10 ** 6), min_size=1, max_size=12))
+def test_checkpoint_sums_are_the_sums_to_rounding(etas, picks):
+    """sum_eta and sum_eta2 at the checkpoints against math.fsum (correctly rounded).  Positive
+    terms summed in any order: relative error at most (number of additions) * eps, and the
+    code makes at most T/8 + 3 + C + 8 of them along any path."""
+    from stabsim.kernels.twin import checkpoint_sums
+    T = etas.size
+    full = np.concatenate([[np.nan], etas])
+    ck = np.unique(np.array([1 + p % T for p in picks], dtype=np.int64))
+    got = checkpoint_sums(full, ck)
+    bound = (T / 8 + 3 + ck.size + 8) * np.finfo(float).eps
+    for ci, t in enumerate(ck):
+        want1 = math.fsum(etas[:t])
+        want2 = math.fsum(etas[:t] ** 2)   # the squares are rounded the same way in both
+        assert abs(got[0, ci] - want1) <= bound * want1
+        assert abs(got[1, ci] - want2) <= bound * want2

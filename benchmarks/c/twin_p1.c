@@ -9,7 +9,12 @@
  *   step t: g = grad f(w_{t-1}; z_{i_t}, z_{i_{t-1}}),  w_t = Pi(w_{t-1} - eta_t g)
  *   S' reads row krow instead of row k.
  *
- * Written the way a C programmer would: in-place update of w, one copy for w_{t-2}.
+ * Written the way a C programmer would: in-place update of w, one copy for w_{t-2}.  The
+ * output sum is deferred as in the kernel: the weights of the steps since w_{t-2} last
+ * changed are summed, and added times w_{t-2} when it changes (sum_j om_j w = (sum_j om_j) w,
+ * rounded differently from adding om_j w one by one); a step that leaves w unchanged
+ * (zero gradient, no active projection) needs no copy.  This fixes the floating-point
+ * program that the kernel, this loop and its numba port share bit for bit.
  * Built by benchmarks/bench_twin.py with  gcc -O3 -march=native -shared -fPIC
  * (and -ffp-contract=off so that, like numba without fastmath, no FMA contraction
  * changes the rounding; the default-contraction build is timed as well).
@@ -102,26 +107,42 @@ int twin_p1(const double *X, const double *Y, int64_t n, int64_t d, int64_t k, i
     uint64_t key = stream_key(seed, replicate, stream);
     int64_t iprev = randint(key, 0, n);
     double wsum = 0.0, lsum = 0.0, l2sum = 0.0, nproj = 0.0, nactive = 0.0;
+    double pend = 0.0, pendp = 0.0;  /* weights not yet added to acc, accp */
+    int same = 1, samep = 1;         /* w_{t-2} == w_{t-1}: the last step left w unchanged */
     for (int64_t t = 1; t <= T; t++) {
         int64_t i = randint(key, (uint64_t)t, n);
         int64_t ip = (i == k) ? krow : i, jp = (iprev == k) ? krow : iprev;
         double eta = etas[t], om = omegas[t];
-        /* output accumulates w_{t-2}; then w_{t-2} <- w_{t-1} */
-        for (int64_t j = 0; j < d; j++) {
-            acc[j] += om * w2[j];
-            accp[j] += om * w2p[j];
+        /* output accumulates w_{t-2} (deferred); then w_{t-2} <- w_{t-1} */
+        pend += om;
+        pendp += om;
+        if (!same) {
+            for (int64_t j = 0; j < d; j++) {
+                acc[j] += pend * w2[j];
+                w2[j] = w[j];
+            }
+            pend = 0.0;
+        }
+        if (!samep) {
+            for (int64_t j = 0; j < d; j++) {
+                accp[j] += pendp * w2p[j];
+                w2p[j] = wp[j];
+            }
+            pendp = 0.0;
         }
         wsum += om;
-        memcpy(w2, w, d * sizeof(double));
-        memcpy(w2p, wp, d * sizeof(double));
         double f = step_auc_hinge(w, X + i * d, X + iprev * d, Y[i], Y[iprev], eta, d);
-        step_auc_hinge(wp, X + ip * d, X + jp * d, Y[ip], Y[jp], eta, d);
+        double fp = step_auc_hinge(wp, X + ip * d, X + jp * d, Y[ip], Y[jp], eta, d);
+        same = (f == 0.0);
+        samep = (fp == 0.0);
         lsum += f;
         l2sum += eta * eta * f;
         nactive += (f != 0.0);
         if (use_l2) {
-            nproj += project_l2(w, d, radius);
-            nproj += project_l2(wp, d, radius);
+            int a = project_l2(w, d, radius), b = project_l2(wp, d, radius);
+            nproj += a + b;
+            same = same && !a;
+            samep = samep && !b;
         }
         iprev = i;
     }
@@ -129,12 +150,14 @@ int twin_p1(const double *X, const double *Y, int64_t n, int64_t d, int64_t k, i
     for (int64_t j = 0; j < d; j++) {
         double e = w[j] - wp[j];
         s += e * e;
-        double eo = (acc[j] - accp[j]) / wsum;
+        double a = pend != 0.0 ? acc[j] + pend * w2[j] : acc[j];
+        double ap = pendp != 0.0 ? accp[j] + pendp * w2p[j] : accp[j];
+        double eo = (a - ap) / wsum;
         so += eo * eo;
         out[j] = w[j];
         out[d + j] = wp[j];
-        out[2 * d + j] = acc[j] / wsum;
-        out[3 * d + j] = accp[j] / wsum;
+        out[2 * d + j] = a / wsum;
+        out[3 * d + j] = ap / wsum;
     }
     stats[0] = sqrt(s);
     stats[1] = sqrt(so);

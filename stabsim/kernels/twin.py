@@ -53,12 +53,24 @@ would: four kernels compile in about 75 s once, then load from the on-disk cache
   share its predecessor's slot (no copies), but then the next step's loads depended on the
   previous step's margin test, which chained the steps together; it ran 10-15% slower at
   d = 10 (benchmarks/README.md, "Compile time").
-* A single-term step (``_single_step``) computes the scalar f with grad = f (x_a - x_b) and
-  updates w in one pass that also sums ||w_t||^2 for the l2 projection; when the step leaves
-  w exactly where it was (zero gradient, no noise, no active projection: most hinge steps)
-  nothing is written and the cached squared norm is reused.  These give exactly the numbers
-  of the general path (gradient accumulated into a zeroed buffer, then
+* A single-term step (``_twin_single_step``) computes the scalar f with grad = f (x_a - x_b)
+  for both runs, their two margins in one loop (two sums, each in its own order, whose
+  dependency chains the CPU overlaps: at d = 100 the kernel went from 106 to 82 ns per twin
+  step), and updates each w in one pass that also sums ||w_t||^2 for the l2 projection; when
+  the step leaves w exactly where it was (zero gradient, no noise, no active projection:
+  most hinge steps) nothing is written and the cached squared norm is reused.  These give
+  exactly the numbers of the general path (gradient accumulated into a zeroed buffer, then
   ``constraints.project``), which the tests check.
+* The fast kinds draw step t+1's indices (and read their labels) during step t.  The draws
+  do not depend on w, so no number changes, but the often mispredicted same-label and margin
+  branches then resolve without waiting for the hash and the loads: about 3 ns of 35 per twin
+  step at d = 10.
+* The lag-2 output is summed with deferred weights: while w_{t-2} stays the same, its
+  weights omega_j are summed, and added to the output sum as one product (sum_j omega_j) w
+  when it changes (or read at a checkpoint).  Exact in real arithmetic; in floating point it
+  rounds differently from adding omega_j w step by step (each within T roundings of the
+  exact sum), so the fast kinds' lag-2 outputs agree with the general path, which adds every
+  step, to rounding, not bit for bit.  The C loop in benchmarks/ sums the same way.
 * FULL_BATCH with a linear margin uses ``allpairs.allpairs_grad`` (O(n d) for the squared
   loss, O(n log n + n d) for the hinge, O(n_+ n_- + n d) for the logistic loss, instead of the
   O(n^2 d) double loop); ALL_PREV with a linear margin uses the tight loop
@@ -197,33 +209,61 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
 
 
 @njit(cache=True, inline="always")
-def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, Xs, Ys, a, b, eta, nz, nr, nrm2):
-    """One step with a single pair (rows a, b) or point (row a, b = -1) and a linear margin, in
-    place: w = W[run, 1] <- Pi(w - eta (f (x_a - x_b) + noise)) with grad f(w) = f (x_a - x_b)
-    (f x_a for points).  The same floating-point operations as accumulating the gradient into a
-    zeroed buffer and projecting with ``constraints.project``; the squared norm that the l2
-    projection needs is summed in the update pass, and reused when the iterate did not move
-    (``nrm2[run]``: the squared norm of W[run, 1], or -1 if unknown).  When the step leaves w
-    exactly as it was (no noise, zero gradient, no active projection) nothing is written.
+def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, ya0, yb0, a1, b1, ya1, yb1,
+                      eta, nz, nr1, nrm2):
+    """One step of both runs with a single pair (rows a, b, labels ya, yb; run 0 = S, run 1 =
+    S') or point (row a, label ya, b = -1) and a linear margin, in place:
+    w = W[run, 1] <- Pi(w - eta (f (x_a - x_b) + noise)), grad f(w) = f (x_a - x_b) (f x_a for
+    points).  The two margins are summed in one loop: two independent sums, each in the order
+    of a loop on its own (so the same numbers), whose dependency chains the CPU overlaps
+    (at d = 100, 98 -> 77 ns per twin step in a stand-alone loop).  The updates are
+    ``_apply_step``.
 
-    Returns (loss at the iterate before the step, whether w changed)."""
+    Returns (loss of run S at the iterate before the step, whether w changed in S, in S')."""
     d = Xs.shape[1]
-    if pair:
-        ya = Ys[a]
-        yb = Ys[b]
-        if form != RANKING and _linear_coef(form, ya, yb) == 0.0:
-            val = 0.0  # same-label AUC pair: zero loss and gradient
-            f = 0.0
-        else:
-            dot = 0.0
-            for c in range(d):
-                dot += W[run, 1, c] * (Xs[a, c] - Xs[b, c])
-            val, f = linear_pair_coef(form, phi, q, dot, ya, yb)
-    else:
-        dot = 0.0
+    live0 = True   # same-label AUC pairs have zero loss and gradient: no margin needed
+    live1 = True
+    if pair and form != RANKING:
+        live0 = _linear_coef(form, ya0, yb0) != 0.0
+        live1 = _linear_coef(form, ya1, yb1) != 0.0
+    dot0 = 0.0
+    dot1 = 0.0
+    if live0 or live1:
         for c in range(d):
-            dot += W[run, 1, c] * Xs[a, c]
-        val, f = point_coef_from_dot(form, phi, q, dot, Ys[a])
+            if pair:
+                dot0 += W[0, 1, c] * (Xs[a0, c] - Xs[b0, c])
+                dot1 += W[1, 1, c] * (Xs[a1, c] - Xs[b1, c])
+            else:
+                dot0 += W[0, 1, c] * Xs[a0, c]
+                dot1 += W[1, 1, c] * Xs[a1, c]
+    val0 = 0.0
+    f0 = 0.0
+    f1 = 0.0
+    if live0:
+        if pair:
+            val0, f0 = linear_pair_coef(form, phi, q, dot0, ya0, yb0)
+        else:
+            val0, f0 = point_coef_from_dot(form, phi, q, dot0, ya0)
+    if live1:
+        if pair:
+            f1 = linear_pair_coef(form, phi, q, dot1, ya1, yb1)[1]
+        else:
+            f1 = point_coef_from_dot(form, phi, q, dot1, ya1)[1]
+    moved0 = _apply_step(ckind, radius, noisy, pair, W, 0, Xs, a0, b0, f0, eta, nz, 0, nrm2)
+    moved1 = _apply_step(ckind, radius, noisy, pair, W, 1, Xs, a1, b1, f1, eta, nz, nr1, nrm2)
+    return val0, moved0, moved1
+
+
+@njit(cache=True, inline="always")
+def _apply_step(ckind, radius, noisy, pair, W, run, Xs, a, b, f, eta, nz, nr, nrm2):
+    """The update of ``_twin_single_step`` for one run, given the gradient coefficient f: the
+    same floating-point operations as accumulating the gradient into a zeroed buffer and
+    projecting with ``constraints.project``.  The squared norm that the l2 projection needs is
+    summed in the update pass, and reused when the iterate did not move (``nrm2[run]``: the
+    squared norm of W[run, 1], or -1 if unknown).  When the step leaves w exactly as it was
+    (no noise, zero gradient, no active projection) nothing is written.  Returns whether w
+    changed."""
+    d = Xs.shape[1]
     l2 = ckind == L2 or ckind == FROBENIUS
     s = 0.0
     moved = noisy or f != 0.0
@@ -250,7 +290,28 @@ def _single_step(form, phi, q, ckind, radius, noisy, pair, W, run, Xs, Ys, a, b,
             nrm2[run] = -1.0
         else:
             nrm2[run] = s
-    return val, moved
+    return moved
+
+
+@njit(cache=True, inline="always")
+def _fast_draw(KIND, key, t, seq, n):
+    """The indices of step t on a fast kind: (i_t, -1) for PREVIOUS (the pair's second index is
+    i_{t-1}) and POINTWISE, (i, j) for UNIFORM_PAIR."""
+    if KIND == FAST_PAIR:
+        return pair_ij(key, t, n)
+    if KIND == FAST_PREVIOUS and seq:
+        return t, -1
+    return randint(key, t, n), -1
+
+
+@njit(cache=True, inline="always")
+def _fast_labels(KIND, Ys, a, b):
+    """Labels on S of step t's indices from ``_fast_draw``; an index past the data (the
+    look-ahead after the last step of a sequential pass) reads the last row, unused."""
+    last = Ys.shape[0] - 1
+    ya = Ys[min(a, last)]
+    yb = Ys[min(b, last)] if KIND == FAST_PAIR else 0.0
+    return ya, yb
 
 
 # Kernel kinds: the three single-term schedules with a linear margin get a kernel each (their
@@ -327,6 +388,8 @@ def _build(KIND):
             # slot 0 already equals slot 1 (the last step left w unchanged: its copy can be skipped)
             same0 = True
             same1 = True
+            pend0 = 0.0     # lag 2: weight not yet added to acc (see below)
+            pend1 = 0.0
             _first_draws(schedule, key_i, s, seq, n, hist)
             if use_stats:
                 for run in range(2):
@@ -338,14 +401,27 @@ def _build(KIND):
             ci = 0
             ia = hist[0]   # fast kinds: the step's indices (ib = -1 for a point)
             ib = -1
+            ya = Ys[ia]    # and their labels on S
+            yb = 0.0
+            ykrow = Ys[krow]
+            # Fast kinds draw one step ahead (na, nb: step t+1's indices; nya, nyb: their labels).
+            # The draws do not depend on w, so this changes no number; but the same-label and
+            # margin branches, often mispredicted, then resolve without waiting on the hash and
+            # the label loads (about 3 ns per twin step at d = 10).
+            na, nb = _fast_draw(KIND, key_i, 1, seq, n)
+            nya, nyb = _fast_labels(KIND, Ys, na, nb)
             for t in range(1, T + 1):
-                if KIND == FAST_PREVIOUS:
-                    ib = ia
-                    ia = t if seq else randint(key_i, t, n)
-                elif KIND == FAST_PAIR:
-                    ia, ib = pair_ij(key_i, t, n)
-                elif KIND == FAST_POINT:
-                    ia = randint(key_i, t, n)
+                if FAST:
+                    if KIND == FAST_PREVIOUS:
+                        ib = ia
+                        yb = ya
+                    else:
+                        ib = nb
+                        yb = nyb
+                    ia = na
+                    ya = nya
+                    na, nb = _fast_draw(KIND, key_i, t + 1, seq, n)
+                    nya, nyb = _fast_labels(KIND, Ys, na, nb)
                 else:
                     _draw(schedule, key_i, t, s, seq, n, hist)
                 if noisy:
@@ -357,28 +433,33 @@ def _build(KIND):
                 eta = etas[t]
                 om = omegas[t]
                 if lag == 2:   # the output averages w_{t-2} (w_{-1} = w_0)
-                    for run in range(2):
-                        for c in range(p):
-                            acc[run, c] += om * W[run, 0, c]
+                    # Deferred: pend0/pend1 sum the weights of the steps since slot 0 last
+                    # changed, added to acc as one product when it changes (or read at a
+                    # checkpoint).  On the general path it changes every step: om * w.
+                    pend0 += om
+                    pend1 += om
                     if not same0:   # w_{t-1} becomes the next step's w_{t-2}
                         for c in range(p):
+                            acc[0, c] += pend0 * W[0, 0, c]
                             W[0, 0, c] = W[0, 1, c]
+                        pend0 = 0.0
                     if not same1:
                         for c in range(p):
+                            acc[1, c] += pend1 * W[1, 0, c]
                             W[1, 0, c] = W[1, 1, c]
+                        pend1 = 0.0
                 elif lag == 1:
                     for run in range(2):
                         for c in range(p):
                             acc[run, c] += om * W[run, 1, c]
-                if FAST:  # both runs written out: each inlined copy sees a constant run
-                    fval, moved = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 0, Xs, Ys, ia, ib,
-                                               eta, nz, 0, nrm2)
-                    same0 = not moved
+                if FAST:
                     ap = _rowid(ia, True, k, krow)
                     bp = _rowid(ib, True, k, krow) if PAIR else -1
-                    _, moved = _single_step(form, phi, q, ckind, radius, noisy, PAIR, W, 1, Xs, Ys, ap, bp, eta,
-                                            nz, nr1, nrm2)
-                    same1 = not moved
+                    fval, moved0, moved1 = _twin_single_step(
+                        form, phi, q, ckind, radius, noisy, PAIR, W, Xs, ia, ib, ya, yb, ap, bp,
+                        ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2)
+                    same0 = not moved0
+                    same1 = not moved1
                 else:
                     fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
                                          radius, md, eta, noisy, nz, 0, W, 0, g, dx, work, stats, A, V, lam, tmp)
@@ -406,7 +487,7 @@ def _build(KIND):
                 if lag >= 0:
                     wsum += om
                 if ci < C and ckpts[ci] == t:
-                    _record(rec, outs, rec_out, r, ci, W, acc, wsum, lag, lsum, lrsum, l2sum)
+                    _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lrsum, l2sum)
                     ci += 1
 
     return kernel
@@ -433,9 +514,11 @@ def _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
 
 
 @njit(cache=True)
-def _record(rec, outs, rec_out, r, ci, W, acc, wsum, lag, lsum, lrsum, l2sum):
+def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lrsum, l2sum):
     """Write checkpoint ci of replicate r (see the module docstring for rec's columns); w_t is
-    W[0, 1] (run S) and W[1, 1] (run S')."""
+    W[0, 1] (run S) and W[1, 1] (run S').  The weighted sums are acc plus, for lag 2, the
+    deferred weights pend0/pend1 times the current w_{t-1} slot (acc itself is not changed, so
+    the numbers at a step do not depend on which other steps are checkpoints)."""
     p = W.shape[2]
     dd = 0.0
     for c in range(p):
@@ -445,7 +528,7 @@ def _record(rec, outs, rec_out, r, ci, W, acc, wsum, lag, lsum, lrsum, l2sum):
     if lag >= 0:
         dd = 0.0
         for c in range(p):
-            e = (acc[0, c] - acc[1, c]) / wsum
+            e = (_pending_sum(acc[0, c], pend0, W[0, 0, c]) - _pending_sum(acc[1, c], pend1, W[1, 0, c])) / wsum
             dd += e * e
         rec[r, ci, 1] = math.sqrt(dd)
     else:
@@ -455,26 +538,72 @@ def _record(rec, outs, rec_out, r, ci, W, acc, wsum, lag, lsum, lrsum, l2sum):
     rec[r, ci, 4] = l2sum
     if rec_out:
         for c in range(p):
-            outs[r, ci, 0, c] = acc[0, c] / wsum if lag >= 0 else W[0, 1, c]
-            outs[r, ci, 1, c] = acc[1, c] / wsum if lag >= 0 else W[1, 1, c]
+            outs[r, ci, 0, c] = _pending_sum(acc[0, c], pend0, W[0, 0, c]) / wsum if lag >= 0 else W[0, 1, c]
+            outs[r, ci, 1, c] = _pending_sum(acc[1, c], pend1, W[1, 0, c]) / wsum if lag >= 0 else W[1, 1, c]
+
+
+@njit(cache=True, inline="always")
+def _pending_sum(a, pend, w):
+    """acc + pend * w, with no operation at all when nothing is pending (other lags, the
+    general path): then the number is exactly the running sum."""
+    return a + pend * w if pend != 0.0 else a
 
 
 @njit(cache=True)
 def checkpoint_sums(etas, ckpts):
-    """(sum_{j<=t} eta_j, sum_{j<=t} eta_j^2) at the checkpoints t, summed left to right (the
-    same numbers as ``np.cumsum``, without an array of all T partial sums)."""
-    out = np.empty((2, ckpts.shape[0]))
+    """(sum_{j<=t} eta_j, sum_{j<=t} eta_j^2) at the checkpoints t.
+
+    Each stretch between checkpoints is summed in eight interleaved partial sums (combined
+    pairwise), and the stretches are added in order.  A plain running sum is one chain of
+    dependent additions: 0.8 ms at T = 10^6, a third of ``run_twin``'s own time for one
+    replicate; this is 0.3 ms, and more accurate (relative error about 1e-16 against
+    ``math.fsum`` where the running sum gives 1e-14 at T = 10^6).  The order is fixed, so
+    the numbers are the same on every machine."""
+    C = ckpts.shape[0]
+    out = np.empty((2, C))
     s1 = 0.0
     s2 = 0.0
-    ci = 0
-    for t in range(1, ckpts[-1] + 1):
-        e = etas[t]
-        s1 += e
-        s2 += e * e
-        if ckpts[ci] == t:
-            out[0, ci] = s1
-            out[1, ci] = s2
-            ci += 1
+    j = 1
+    for ci in range(C):
+        end = ckpts[ci] + 1
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+        b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = 0.0
+        while j + 8 <= end:
+            e0 = etas[j]
+            e1 = etas[j + 1]
+            e2 = etas[j + 2]
+            e3 = etas[j + 3]
+            e4 = etas[j + 4]
+            e5 = etas[j + 5]
+            e6 = etas[j + 6]
+            e7 = etas[j + 7]
+            a0 += e0
+            a1 += e1
+            a2 += e2
+            a3 += e3
+            a4 += e4
+            a5 += e5
+            a6 += e6
+            a7 += e7
+            b0 += e0 * e0
+            b1 += e1 * e1
+            b2 += e2 * e2
+            b3 += e3 * e3
+            b4 += e4 * e4
+            b5 += e5 * e5
+            b6 += e6 * e6
+            b7 += e7 * e7
+            j += 8
+        p1 = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+        p2 = ((b0 + b1) + (b2 + b3)) + ((b4 + b5) + (b6 + b7))
+        while j < end:
+            p1 += etas[j]
+            p2 += etas[j] * etas[j]
+            j += 1
+        s1 += p1
+        s2 += p2
+        out[0, ci] = s1
+        out[1, ci] = s2
     return out
 
 
