@@ -556,11 +556,18 @@ SUITE = textwrap.dedent("""
 """)
 
 
-def suite_section(tmpdir, study="suite", quick=True):
-    """``stabsim run STUDY [--quick]`` in a wrapper process: wall time, CPU time, peak RSS."""
+def suite_section(tmpdir, study="suite", quick=True, keep_out=None):
+    """``stabsim run STUDY [--quick]`` in a wrapper process: wall time, CPU time, peak RSS.
+    ``keep_out``: write the results there (relative to the repository root; must not exist,
+    so that nothing is reused) instead of a temporary folder, with the report beside it."""
     exe = shutil.which("stabsim")
     cmd = [exe] if exe else [sys.executable, "-m", "stabsim.cli"]
     out = Path(tmpdir) / ("suite" if quick else "suite_full") / "out"
+    if keep_out:
+        if (ROOT / keep_out).exists():
+            raise SystemExit(f"--full-suite-out {keep_out}: already exists; the suite would reuse its "
+                             "finished chunks and the timing would be meaningless (remove it first)")
+        out = Path(keep_out)
     flag = ["--quick"] if quick else []
     load0 = bt.load_now()["loadavg_1_5_15"]
     p = subprocess.run([sys.executable, "-c", SUITE, *cmd, "run", study, *flag, "--out", str(out),
@@ -568,7 +575,8 @@ def suite_section(tmpdir, study="suite", quick=True):
     if p.returncode != 0 or not p.stdout.strip():
         return {"error": (p.stderr or "no output").strip().splitlines()[-3:]}
     res = json.loads(p.stdout.strip().splitlines()[-1])
-    res["command"] = f"stabsim run {study}{' --quick' if quick else ''} --out $TMP/out --no-progress"
+    res["command"] = (f"stabsim run {study}{' --quick' if quick else ''} "
+                      f"--out {keep_out if keep_out else '$TMP/out'} --no-progress")
     res["peak_rss_mb"] = res["maxrss_kb"] / 1024
     res["load_start"], res["load_end"] = load0, bt.load_now()["loadavg_1_5_15"]
     log(f"   {res['command'].split(' --out')[0]}: rc {res['rc']}, {res['wall_s']:.0f} s wall, "
@@ -757,6 +765,9 @@ def main(argv=None):
     ap_.add_argument("--skip", nargs="*", default=[], choices=["families", "allpairs", "compile", "suite"])
     ap_.add_argument("--skip-cold", action="store_true", help="no cold-cache compile (default with --quick)")
     ap_.add_argument("--suite", action="store_true", help="run the suite even with --quick")
+    ap_.add_argument("--full-suite-out", metavar="DIR",
+                     help="keep the full-profile suite's results in DIR (relative to the repository root, "
+                          "must not exist; the report goes beside it, e.g. DIR=out -> reports/)")
     ap_.add_argument("--full-suite", action="store_true",
                      help="also run the full-profile suite (`stabsim run suite`, about 15 minutes): wall time, peak RSS")
     ap_.add_argument("--suite-study", default="suite",
@@ -802,7 +813,7 @@ def main(argv=None):
         res["suite"] = suite_section(tmp.name, args.suite_study)
     if args.full_suite:
         log("5. stabsim run suite (full profile)")
-        res["suite_full"] = suite_section(tmp.name, args.suite_study, quick=False)
+        res["suite_full"] = suite_section(tmp.name, args.suite_study, quick=False, keep_out=args.full_suite_out)
     res["load_after"] = bt.load_now()
     res["targets_report"] = targets_report(res)
     res["benchmark_wall_s"] = time.perf_counter() - t_start

@@ -46,9 +46,10 @@ well-predicted branch costs far less than a compilation for each of their combin
 would: four kernels compile in about 75 s once, then load from the on-disk cache).
 
 * Iterates live in a (2, 2, p) array W[run, slot]: slot 1 holds w_{t-1} and is updated in
-  place into w_t; slot 0 holds w_{t-2}, kept only for the lag-2 output.  Slot 0 is copied from
-  slot 1 before each step, unless the previous step left w unchanged: then the two slots
-  already hold the same vector and the copy is skipped (exact).  Fixed slots keep the step's
+  place into w_t; slot 0 holds the iterate the output sum is waiting for (w_{t-2} for the
+  lag-2 output, w_{t-1} for lag 1).  Slot 0 is copied from slot 1 before each step, unless
+  the previous step left w unchanged: then the two slots already hold the same vector and the
+  copy is skipped (exact).  Fixed slots keep the step's
   loads at fixed addresses.  An earlier design rotated three slots and let an unmoved iterate
   share its predecessor's slot (no copies), but then the next step's loads depended on the
   previous step's margin test, which chained the steps together; it ran 10-15% slower at
@@ -65,12 +66,13 @@ would: four kernels compile in about 75 s once, then load from the on-disk cache
   do not depend on w, so no number changes, but the often mispredicted same-label and margin
   branches then resolve without waiting for the hash and the loads: about 3 ns of 35 per twin
   step at d = 10.
-* The lag-2 output is summed with deferred weights: while w_{t-2} stays the same, its
-  weights omega_j are summed, and added to the output sum as one product (sum_j omega_j) w
-  when it changes (or read at a checkpoint).  Exact in real arithmetic; in floating point it
-  rounds differently from adding omega_j w step by step (each within T roundings of the
-  exact sum), so the fast kinds' lag-2 outputs agree with the general path, which adds every
-  step, to rounding, not bit for bit.  The C loop in benchmarks/ sums the same way.
+* The lag-2 and lag-1 outputs are summed with deferred weights: while the averaged iterate
+  stays the same, its weights omega_j are summed, and added to the output sum as one product
+  (sum_j omega_j) w when it changes (or read at a checkpoint).  Exact in real arithmetic; in
+  floating point it rounds differently from adding omega_j w step by step (each within T
+  roundings of the exact sum), so the fast kinds' outputs agree with the general path, which
+  adds every step, to rounding, not bit for bit.  The P1 C loop in benchmarks/ sums the same
+  way.  (Lag 0, the mean of w_1..w_T, still adds every step.)
 * FULL_BATCH with a linear margin uses ``allpairs.allpairs_grad`` (O(n d) for the squared
   loss, O(n log n + n d) for the hinge, O(n_+ n_- + n d) for the logistic loss, instead of the
   O(n^2 d) double loop); ALL_PREV with a linear margin uses the tight loop
@@ -388,7 +390,7 @@ def _build(KIND):
             # slot 0 already equals slot 1 (the last step left w unchanged: its copy can be skipped)
             same0 = True
             same1 = True
-            pend0 = 0.0     # lag 2: weight not yet added to acc (see below)
+            pend0 = 0.0     # lags 1, 2: weight not yet added to acc (see below)
             pend1 = 0.0
             _first_draws(schedule, key_i, s, seq, n, hist)
             if use_stats:
@@ -432,13 +434,16 @@ def _build(KIND):
                             nz[1, c] = sigma * normal(key_np, t * p + c)
                 eta = etas[t]
                 om = omegas[t]
-                if lag == 2:   # the output averages w_{t-2} (w_{-1} = w_0)
-                    # Deferred: pend0/pend1 sum the weights of the steps since slot 0 last
-                    # changed, added to acc as one product when it changes (or read at a
-                    # checkpoint).  On the general path it changes every step: om * w.
-                    pend0 += om
-                    pend1 += om
-                    if not same0:   # w_{t-1} becomes the next step's w_{t-2}
+                if lag == 2 or lag == 1:
+                    # The output averages w_{t-2} (lag 2; w_{-1} = w_0) or w_{t-1} (lag 1), the
+                    # vector in slot 0 once it is brought up to date below.  Deferred sum:
+                    # pend0/pend1 sum the weights of the steps since slot 0 last changed, added
+                    # to acc as one product when it changes (or read at a checkpoint).  When
+                    # the iterate moves every step (the general path, noise) that is om * w.
+                    if lag == 2:
+                        pend0 += om
+                        pend1 += om
+                    if not same0:   # slot 0 <- w_{t-1}, after adding its pending weight
                         for c in range(p):
                             acc[0, c] += pend0 * W[0, 0, c]
                             W[0, 0, c] = W[0, 1, c]
@@ -448,10 +453,9 @@ def _build(KIND):
                             acc[1, c] += pend1 * W[1, 0, c]
                             W[1, 0, c] = W[1, 1, c]
                         pend1 = 0.0
-                elif lag == 1:
-                    for run in range(2):
-                        for c in range(p):
-                            acc[run, c] += om * W[run, 1, c]
+                    if lag == 1:
+                        pend0 += om
+                        pend1 += om
                 if FAST:
                     ap = _rowid(ia, True, k, krow)
                     bp = _rowid(ib, True, k, krow) if PAIR else -1
@@ -516,9 +520,9 @@ def _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
 @njit(cache=True)
 def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lrsum, l2sum):
     """Write checkpoint ci of replicate r (see the module docstring for rec's columns); w_t is
-    W[0, 1] (run S) and W[1, 1] (run S').  The weighted sums are acc plus, for lag 2, the
-    deferred weights pend0/pend1 times the current w_{t-1} slot (acc itself is not changed, so
-    the numbers at a step do not depend on which other steps are checkpoints)."""
+    W[0, 1] (run S) and W[1, 1] (run S').  The weighted sums are acc plus, for lags 1 and 2,
+    the deferred weights pend0/pend1 times slot 0 (acc itself is not changed, so the numbers
+    at a step do not depend on which other steps are checkpoints)."""
     p = W.shape[2]
     dd = 0.0
     for c in range(p):
