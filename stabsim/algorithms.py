@@ -53,12 +53,16 @@ class Algorithm:
 
     def omegas(self, etas: np.ndarray) -> np.ndarray:
         """Averaging weights omega_t, t = 0..T (index 0 unused; the kernels only read them)."""
-        T = etas.shape[0] - 1
+        return self.kernel_omegas(etas, 1, etas.shape[0] - 1)[0]
+
+    def kernel_omegas(self, etas: np.ndarray, eta_stride: int, T: int) -> tuple[np.ndarray, int]:
+        """The weights as the twin kernel reads them, omega_t = out[t * stride], for step sizes
+        eta_t = etas[t * eta_stride] (stride 0: one number for a constant)."""
         if self.output == "eta_weighted_lag2":
-            return etas
+            return etas, eta_stride
         if self.output == "t_weighted_lag2":
-            return np.arange(T + 1, dtype=np.float64)
-        return np.ones(T + 1)
+            return np.arange(T + 1, dtype=np.float64), 1
+        return np.ones(1), 0
 
     def min_rows(self, T: int) -> int:
         """The number of data rows the algorithm needs (online streams use one row per step)."""

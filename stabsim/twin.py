@@ -19,7 +19,7 @@ from .kernels.twin import checkpoint_sums
 from .losses import get_loss
 from .neighbours import as_neighbour, make_neighbours
 from .provenance import provenance
-from .steps import step_sizes
+from .steps import kernel_step_sizes
 from .validation import check_Xy, positive_int
 
 REC_VARS = (
@@ -137,8 +137,8 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     if cons.matrix and not lossf.matrix:
         raise ValueError(f"constraint {cons.name!r} is for matrix parameters (metric learning losses)")
     p = d * d if lossf.matrix else d
-    etas = step_sizes(eta, T)
-    omegas = alg.omegas(etas)
+    etas, es = kernel_step_sizes(eta, T)
+    omegas, os_ = alg.kernel_omegas(etas, es, T)
     sigma = float(sigma)
     if not (sigma >= 0 and math.isfinite(sigma)):
         raise ValueError(f"sigma (noise level) must be finite and >= 0, got {sigma!r}")
@@ -158,8 +158,9 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     twin_kernel(Xext, Yext, kidx, krows, reps, np.int64(seed),
                 alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
                 cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
-                bool(independent_noise), has_ref, wref, W0, ck, rec, bool(record_outputs), outs)
-    return _to_dataset(rec, outs if record_outputs else None, reps, ck, etas, kidx, dict(
+                bool(independent_noise), has_ref, wref, W0, ck, rec, bool(record_outputs), outs,
+                T=T, strides=(es, os_))
+    return _to_dataset(rec, outs if record_outputs else None, reps, ck, etas, es, kidx, dict(
         algorithm=alg.name, algorithm_reference=alg.reference, buffer=alg.buffer, output_rule=alg.output,
         loss=lossf.name, constraint=cons.name, radius=cons.radius, T=T, n=n, d=d, seed=seed,
         sigma=sigma, noise="independent" if independent_noise else "shared",
@@ -168,13 +169,12 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
 
 
-def _to_dataset(rec, outs, reps, ck, etas, kidx, meta) -> xr.Dataset:
-    eta = etas[1:]
-    sums = checkpoint_sums(etas, ck)
+def _to_dataset(rec, outs, reps, ck, etas, es, kidx, meta) -> xr.Dataset:
+    sums = checkpoint_sums(etas, np.int64(es), ck)
     coords = {"replicate": reps, "t": ck,
               "sum_eta": ("t", sums[0], {"long_name": "sum_{j<=t} eta_j"}),
               "sum_eta2": ("t", sums[1], {"long_name": "sum_{j<=t} eta_j^2"}),
-              "eta_t": ("t", eta[ck - 1], {"long_name": "eta_t"})}
+              "eta_t": ("t", etas[ck * es], {"long_name": "eta_t"})}
     data = {name: (("replicate", "t"), rec[:, :, i], {"long_name": ln, "description": desc, "units": "1"})
             for i, (name, ln, desc) in enumerate(REC_VARS)}
     data["k"] = ("replicate", kidx, {"long_name": "index of the replaced example"})

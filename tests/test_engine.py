@@ -315,3 +315,18 @@ def test_fast_kernels_give_the_same_numbers_as_the_general_path(monkeypatch, alg
             scale = float(np.max(np.abs(fast.output.values)))
             bound = 4 * 35 * np.finfo(float).eps * scale
             np.testing.assert_allclose(fast[v].values, general[v].values, rtol=0, atol=bound, err_msg=v)
+
+
+@pytest.mark.parametrize("alg,output", [("p1_alg1", None), ("sgd_pair", None), ("p1_alg1", "t_weighted_lag2")])
+def test_constant_step_stored_as_one_number_gives_the_same_numbers(alg, output):
+    """run_twin passes a constant step size as one number (stride 0, no T-long array); an
+    explicit array of the same constant must give exactly the same results and coordinates."""
+    X, y = _data(n=12, labels="pm")
+    kw = dict(algorithm=alg, loss="auc_hinge", T=200, replicates=3, seed=SEED, neighbour="flip",
+              output=output, record_outputs=True, checkpoints=[1, 9, 64, 200])
+    from stabsim.steps import kernel_step_sizes
+    assert kernel_step_sizes(0.07, 200)[1] == 0 and kernel_step_sizes(np.full(200, 0.07), 200)[1] == 1
+    a = stabsim.run_twin(X, y, eta=0.07, **kw)
+    b = stabsim.run_twin(X, y, eta=np.full(200, 0.07), **kw)
+    for v in list(a.data_vars) + ["sum_eta", "sum_eta2", "eta_t"]:
+        np.testing.assert_array_equal(a[v].values, b[v].values, err_msg=v)

@@ -175,7 +175,7 @@ def test_checkpoint_sums_are_the_sums_to_rounding(etas, picks):
     T = etas.size
     full = np.concatenate([[np.nan], etas])
     ck = np.unique(np.array([1 + p % T for p in picks], dtype=np.int64))
-    got = checkpoint_sums(full, ck)
+    got = checkpoint_sums(full, np.int64(1), ck)
     bound = (T / 8 + 3 + ck.size + 8) * np.finfo(float).eps
     for ci, t in enumerate(ck):
         want1 = math.fsum(etas[:t])

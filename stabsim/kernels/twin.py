@@ -342,12 +342,11 @@ def _build(KIND):
 
     @njit(cache=True, parallel=True)
     def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
-               etas, omegas, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs):
+               T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs):
         R = W0.shape[0]
         p = W0.shape[1]
         n = X.shape[1] - (R if X.shape[0] == 1 else 1)
         d = X.shape[2]
-        T = etas.shape[0] - 1
         C = ckpts.shape[0]
         linear = form == AUC or form == AUC_ORDERED or form == RANKING
         hlen = T + 1 if schedule == ALL_PREV else s + 2
@@ -432,8 +431,8 @@ def _build(KIND):
                     if noise == NOISE_INDEPENDENT:
                         for c in range(p):
                             nz[1, c] = sigma * normal(key_np, t * p + c)
-                eta = etas[t]
-                om = omegas[t]
+                eta = etas[t * es]     # stride 0: a constant, one number
+                om = omegas[t * os_]
                 if lag == 2 or lag == 1:
                     # The output averages w_{t-2} (lag 2; w_{-1} = w_0) or w_{t-1} (lag 1), the
                     # vector in slot 0 once it is brought up to date below.  Deferred sum:
@@ -554,8 +553,9 @@ def _pending_sum(a, pend, w):
 
 
 @njit(cache=True)
-def checkpoint_sums(etas, ckpts):
-    """(sum_{j<=t} eta_j, sum_{j<=t} eta_j^2) at the checkpoints t.
+def checkpoint_sums(etas, es, ckpts):
+    """(sum_{j<=t} eta_j, sum_{j<=t} eta_j^2) at the checkpoints t, with eta_j = etas[j * es]
+    (es = 0: a constant step size stored as one number).
 
     Each stretch between checkpoints is summed in eight interleaved partial sums (combined
     pairwise), and the stretches are added in order.  A plain running sum is one chain of
@@ -573,14 +573,14 @@ def checkpoint_sums(etas, ckpts):
         a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
         b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = 0.0
         while j + 8 <= end:
-            e0 = etas[j]
-            e1 = etas[j + 1]
-            e2 = etas[j + 2]
-            e3 = etas[j + 3]
-            e4 = etas[j + 4]
-            e5 = etas[j + 5]
-            e6 = etas[j + 6]
-            e7 = etas[j + 7]
+            e0 = etas[j * es]
+            e1 = etas[(j + 1) * es]
+            e2 = etas[(j + 2) * es]
+            e3 = etas[(j + 3) * es]
+            e4 = etas[(j + 4) * es]
+            e5 = etas[(j + 5) * es]
+            e6 = etas[(j + 6) * es]
+            e7 = etas[(j + 7) * es]
             a0 += e0
             a1 += e1
             a2 += e2
@@ -601,8 +601,9 @@ def checkpoint_sums(etas, ckpts):
         p1 = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
         p2 = ((b0 + b1) + (b2 + b3)) + ((b4 + b5) + (b6 + b7))
         while j < end:
-            p1 += etas[j]
-            p2 += etas[j] * etas[j]
+            e = etas[j * es]
+            p1 += e
+            p2 += e * e
             j += 1
         s1 += p1
         s2 += p2
@@ -618,14 +619,15 @@ def _kernel(kind):
 
 def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                 etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs,
-                kind=None):
+                kind=None, T=None, strides=(1, 1)):
     """Run R coupled replicates; see the module docstring for the arguments' meaning.
 
     X (nS, n + m, d), Y (nS, n + m): nS = 1 (one data set) or R (one per replicate); the first
     n rows are S, the extra m rows hold the replacement points.  S' replaces example
     kidx[r] by row krows[r] (kidx[r] = -1 makes S' = S).  W0 (R, p): initial points.
-    etas, omegas (T+1,), index 0 unused.  ckpts (C,): increasing steps in 1..T.
-    rec (R, C, N_REC) is written; outs (R, C, 2, p) receives the outputs on S and S' when
+    etas, omegas (T+1,), index 0 unused; or, with ``T`` given, ``strides`` (es, os) = 0 for an
+    array holding one constant (eta_t = etas[t * es]: no T-long array for a constant step).
+    ckpts (C,): increasing steps in 1..T.  rec (R, C, N_REC) is written; outs (R, C, 2, p) receives the outputs on S and S' when
     rec_out.  Nothing is allocated inside the step loop.  ``kind`` overrides ``kernel_kind``
     (``GENERAL`` runs any configuration; the tests use it to check that the fast kinds give
     bit-identical results).
@@ -633,7 +635,15 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
     sigma = float(sigma)
     noise = NOISE_NONE if sigma == 0.0 else (NOISE_INDEPENDENT if indep_noise else NOISE_SHARED)
     i64 = np.int64
+    es, os_ = (int(v) for v in strides)
+    if T is None:
+        T = etas.shape[0] - 1
+    T = int(T)
+    for name, arr, st in (("etas", etas, es), ("omegas", omegas, os_)):
+        if st not in (0, 1) or arr.shape[0] < (1 if st == 0 else T + 1):
+            raise ValueError(f"{name}: need stride 0 (one constant) or 1 with T + 1 = {T + 1} entries, "
+                             f"got stride {st} and {arr.shape[0]} entries")
     _kernel(kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind))(
         X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
-        float(q), i64(ckind), float(radius), i64(md), etas, omegas, i64(avg_lag), i64(noise),
-        sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs)
+        float(q), i64(ckind), float(radius), i64(md), i64(T), etas, i64(es), omegas, i64(os_),
+        i64(avg_lag), i64(noise), sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs)
