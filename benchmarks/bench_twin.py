@@ -191,10 +191,10 @@ class KernelTimer:
             self.calls = None  # unknown layout: kernel-only times are not reported
 
     def _wrap(self, kern):
-        def timed(*args):
+        def timed(*args, **kwargs):
             c0 = time.process_time()
             t0 = time.perf_counter()
-            out = kern(*args)
+            out = kern(*args, **kwargs)
             self.calls.append((time.perf_counter() - t0, time.process_time() - c0))
             return out
         return timed
