@@ -51,10 +51,6 @@ class Algorithm:
     def avg_lag(self) -> int:
         return OUTPUTS[self.output]
 
-    def omegas(self, etas: np.ndarray) -> np.ndarray:
-        """Averaging weights omega_t, t = 0..T (index 0 unused; the kernels only read them)."""
-        return self.kernel_omegas(etas, 1, etas.shape[0] - 1)[0]
-
     def kernel_omegas(self, etas: np.ndarray, eta_stride: int, T: int) -> tuple[np.ndarray, int]:
         """The weights as the twin kernel reads them, omega_t = out[t * stride], for step sizes
         eta_t = etas[t * eta_stride] (stride 0: one number for a constant)."""

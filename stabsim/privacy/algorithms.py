@@ -65,7 +65,7 @@ from ..kernels.giga import N_REC_GIGA, STREAM_BURNIN, ball_point, giga_kernel
 from ..losses import get_loss
 from ..neighbours import as_neighbour, make_neighbours
 from ..provenance import provenance
-from ..steps import step_sizes
+from ..steps import kernel_step_sizes
 from ..twin import extend_with_replacements, log_checkpoints, run_twin
 from ..validation import check_Xy, open_unit, positive, positive_int
 from . import calibration as cal
@@ -549,8 +549,8 @@ def p1_alg3(X, y, *, eps, delta, loss="auc_logistic", constraint=("l2", 1.0), et
                                                      xrep, yrep)
         kl = np.where(inside, kidx - start, -1).astype(np.int64)
         Tk = ph.steps
-        etas = step_sizes(ph.eta_k, Tk)
-        omegas = alg.omegas(etas)
+        etas, es = kernel_step_sizes(ph.eta_k, Tk)
+        omegas, os_ = alg.kernel_omegas(etas, es, Tk)
         sk = np.int64(phase_seed(seed, k))
         ck = np.array([Tk], dtype=np.int64)
         res = []
@@ -560,7 +560,7 @@ def p1_alg3(X, y, *, eps, delta, loss="auc_logistic", constraint=("l2", 1.0), et
             twin_kernel(Xext, Yext, kl, krows, reps, sk, alg.schedule, alg.buffer,
                         int(alg.sequential), lossf.form, lossf.phi, float(lossf.q), cons.kind,
                         float(cons.radius), md, etas, omegas, alg.avg_lag, 0.0, False, False,
-                        np.zeros(p), np.ascontiguousarray(W0), ck, rec, True, outs)
+                        np.zeros(p), np.ascontiguousarray(W0), ck, rec, True, outs, T=Tk, strides=(es, os_))
             res.append(outs)
         wbar, wbarp = res[0][:, 0, 0], res[1][:, 0, 1]
         start_noise = (Tk + 1) * p
