@@ -8,6 +8,8 @@
                          [--no-analyse] [--report DIR]
     stabsim report [DIR] [--reports DIR]
     stabsim audit ...
+    stabsim privacy ALGORITHM --n N --eps EPS [--delta D] [--T T] [--reading R] ...
+    stabsim privacy suite
 
 ``STUDY`` is a study id (``[study] id`` or the file name without ``.toml``) found in the
 studies folder, a path to a ``.toml`` file, or ``suite`` (every study with
@@ -204,6 +206,50 @@ def cmd_audit(args) -> int:
     return int(entry(list(args.args)) or 0)
 
 
+# ---- privacy ledger -----------------------------------------------------------------------------
+
+def cmd_privacy(args) -> int:
+    from .privacy import ledger as L
+    from .privacy.errors import InfeasiblePrivacyParameters
+
+    if args.algorithm == "suite":
+        rows = L.ledger_rows_for_suite(args.studies)
+    else:
+        if args.n is None or args.eps is None:
+            raise CLIError(f"stabsim privacy {args.algorithm} needs --n and --eps")
+        a, kw = args.algorithm, {}
+        if a == "p0_alg2":
+            if args.delta is None:
+                raise CLIError("p0_alg2 needs --delta")
+            kw = dict(reading=args.reading or "corrected", delta_T=args.delta_T, T=args.T)
+        elif a == "p1_alg3":
+            if args.delta is None:
+                raise CLIError("p1_alg3 needs --delta")
+        elif a == "p2_alg1":
+            if args.delta is None:
+                raise CLIError("p2_alg1 needs --delta")
+            kw = dict(T=args.T or 10)
+        elif a == "p3_online":
+            kw = dict(reading=args.reading or "exact")
+        elif a in ("p4_alg1", "p4_alg2"):
+            kw = dict(T=args.T or 1000, pairwise=(a == "p4_alg2"))
+        try:
+            if a == "p2_alg1":
+                mech = L.p2_alg1(args.n, kw["T"], args.eps, args.delta)
+            elif a in ("p4_alg1", "p4_alg2"):
+                mech = L.p4_dpsgd(args.n, kw["T"], args.eps, args.delta, kw["pairwise"])
+            else:
+                mech = L.ALGORITHMS[a](args.n, args.eps, args.delta, **kw)
+        except (ValueError, InfeasiblePrivacyParameters) as e:
+            raise CLIError(str(e)) from None
+        rows = L.ledger([mech])
+    if args.markdown:
+        print(L.ledger_markdown(rows))
+    else:
+        print(L.format_ledger(rows))
+    return 0
+
+
 # ---- main ---------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
@@ -238,6 +284,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("dir", nargs="?", default="out", help="output folder (default: ./out)")
     sp.add_argument("--reports", metavar="DIR", default=None, help="where index.md goes (default: reports/ beside DIR, i.e. ./reports)")
     sp.set_defaults(func=cmd_report)
+
+    sp = sub.add_parser("privacy", help="privacy ledger: the exact eps a paper's calibrated noise buys")
+    sp.add_argument("algorithm", choices=["p0_alg2", "p1_alg3", "p2_alg1", "p3_online", "p3_offline", "p4_alg1",
+                                          "p4_alg2", "suite"],
+                    help="algorithm whose calibration to account, or 'suite' (the calibrations of the suite's studies)")
+    sp.add_argument("--n", type=int, default=None, help="number of examples n (required unless 'suite'; no default)")
+    sp.add_argument("--eps", type=float, default=None, help="target (claimed) epsilon (required unless 'suite'; no default)")
+    sp.add_argument("--delta", type=float, default=None,
+                    help="delta (default: none for p0/p1/p2 -- required; 1/n for p3; 1/n^2 for p4)")
+    sp.add_argument("--T", type=int, default=None,
+                    help="steps: p0_alg2 (default n^2), p2_alg1 (default 10), p4_alg* (default 1000)")
+    sp.add_argument("--reading", default=None,
+                    help="calibration reading: p0_alg2 Eq. (5) 'printed'/'corrected' (default corrected); "
+                         "p3_online rho 'exact'/'approx'/'printed' (default exact)")
+    sp.add_argument("--delta-T", dest="delta_T", default="eq9", choices=["eq9", "proof"],
+                    help="p0_alg2 sensitivity reading: Eq. (9) with c = 3 'eq9' or the proof form 'proof' (default eq9)")
+    sp.add_argument("--markdown", action="store_true", help="print a markdown table (default: plain text)")
+    sp.add_argument("--studies", metavar="DIR", default=None,
+                    help="folder of study files for 'suite' (default: see stabsim --help)")
+    sp.set_defaults(func=cmd_privacy)
 
     sp = sub.add_parser("audit", help="empirical privacy audit (provided by stabsim.privacy.audit_runner)",
                         add_help=False)

@@ -241,7 +241,7 @@ class _Entry:
     notes: str = ""
 
 
-_CATALOGUE: dict[str, _Entry] = {e.name: e for e in (
+_DATASET_TABLE: dict[str, _Entry] = {e.name: e for e in (
     _Entry(
         name="diabetes",
         description="Pima Indians diabetes (LIBSVM copy of the UCI file), 768 x 8, binary",
@@ -388,7 +388,7 @@ _CATALOGUE: dict[str, _Entry] = {e.name: e for e in (
 )}
 
 _ALIASES: dict[str, str] = {}
-for _e in _CATALOGUE.values():
+for _e in _DATASET_TABLE.values():
     _ALIASES[_e.name] = _e.name
     for _a in _e.aliases:
         _ALIASES[_a] = _e.name
@@ -411,7 +411,7 @@ def _installed(entry: _Entry) -> bool:
 def available() -> list[DatasetInfo]:
     """Every data set: name, one-line description, whether its package is installed."""
     return [DatasetInfo(e.name, e.description, _installed(e), e.pip_name or "stabsim",
-                        e.stands_in_for, e.aliases) for e in _CATALOGUE.values()]
+                        e.stands_in_for, e.aliases) for e in _DATASET_TABLE.values()]
 
 
 def _resolve(name) -> _Entry:
@@ -419,17 +419,17 @@ def _resolve(name) -> _Entry:
         raise TypeError(f"dataset name must be a string, got {type(name).__name__}")
     key = name.strip().lower().replace("-", "_").replace(" ", "_")
     if key in _ALIASES:
-        return _CATALOGUE[_ALIASES[key]]
+        return _DATASET_TABLE[_ALIASES[key]]
     close = difflib.get_close_matches(key, list(_ALIASES), n=3, cutoff=0.5)
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     listing = ", ".join(f"{e.name}" + (f" (alias {', '.join(e.aliases)})" if e.aliases else "")
-                        for e in _CATALOGUE.values())
+                        for e in _DATASET_TABLE.values())
     raise ValueError(f"unknown dataset {name!r}.{hint} Available: {listing}")
 
 
 @functools.lru_cache(maxsize=None)
 def _raw(name: str):
-    entry = _CATALOGUE[name]
+    entry = _DATASET_TABLE[name]
     try:
         X, labels, names = entry.reader()
     except ImportError as exc:      # installed but broken / incompatible

@@ -20,7 +20,7 @@
 
     Then beta_n(z_i; z_j, z_k) = |l(A_D; z_j, z_k) - l(A_{D^{-i}}; z_j, z_k)| over test pairs
     (default: all n(n-1) ordered pairs of D) and the summary sup_i n * mean_pairs beta, the
-    catalogue's estimator of sup_z E_{z', z''} beta(z; z', z'') (P2 Thm 3, beta_n = beta/n).
+    estimator of sup_z E_{z', z''} beta(z; z', z'') (P2 Thm 3, beta_n = beta/n).
 
 ``grad_norm_sq_path``  ||grad F_S(w)||^2 for outputs of shape (..., p) (P1 Thm 8).
 ``pl_gap``             F_S(w) - min F_S for outputs of shape (..., p) (P1 Thm 9).

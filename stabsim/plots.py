@@ -9,10 +9,23 @@ A figure must be readable without the code: axis labels carry symbols and units
 ("t (steps)", "E||A(S) - A(S')||"), the legend says what the band is (mean or quantile, CI
 level, replicates) and, per bound, its variant and the verdict with the tightness range.
 Printed and corrected readings of a bound get distinct line styles.
+
+Log axes and non-positive values: a CI whose lower end is <= 0 cannot be drawn on a log axis.
+It is never clipped to a tiny positive number (that would draw it as if it were, say, 1e-8 and
+stretch the axis).  The band / error bar is drawn only where the lower end is > 0; at the other
+coordinates a thin line runs from the axis' lower limit up to the upper end, and a downward
+triangle sits on the axis' lower limit (legend entry ``NONPOSITIVE_LOWER_LABEL``).  A mean <= 0
+is marked the same way with an ``x`` (``NONPOSITIVE_MEAN_LABEL``).  The y-limits come from the
+positive values only.
+
+Titles never run off the figure: ``save`` (which every check's figure goes through) and
+``fit_titles`` wrap each axes title to its axes' width and the suptitle to the figure's width,
+and shrink the font if three lines are not enough.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -48,6 +61,11 @@ Q_NAMES = {
 }
 #: line style per bound variant.
 VARIANT_STYLES = {"printed": "--", "corrected": "-.", "": "-"}
+#: legend entries of the markers for values that a log axis cannot show.
+NONPOSITIVE_LOWER_LABEL = "CI lower end <= 0"
+NONPOSITIVE_MEAN_LABEL = "mean <= 0 (below the log axis)"
+#: legend entry of the optional floor line of ``plot_rate_fit``.
+FLOOR_LABEL = "eta sigma^2 d floor"
 
 
 def _bound_entries(bounds) -> list[dict]:
@@ -149,8 +167,9 @@ def plot_bound_overlay(measure: xr.Dataset, bounds, *, verdicts: Sequence | Mapp
     entries = _bound_entries(bounds)
     fig, ax = _figure_axes(ax, figsize)
     est, lo, hi = (np.asarray(measure[v].values, dtype=float) for v in ("estimate", "lower", "upper"))
-    ax.fill_between(xv, np.where(lo > 0, lo, np.nan), hi, color="C0", alpha=0.25, linewidth=0,
-                    label="_band")
+    # the band only where its lower end is > 0 (see the module docstring; marked after the limits are set)
+    ax.fill_between(xv, np.where(lo > 0, lo, np.nan), np.where(lo > 0, hi, np.nan), color="C0", alpha=0.25,
+                    linewidth=0, label="_band")
     ax.plot(xv, np.where(est > 0, est, np.nan), "o-", color="C0", markersize=3, linewidth=1.5,
             label=_measure_label(measure))
     vmap = _verdict_lookup(verdicts, entries)
@@ -165,22 +184,44 @@ def plot_bound_overlay(measure: xr.Dataset, bounds, *, verdicts: Sequence | Mapp
     first_bound = next((e["bound"] for e in entries if e["bound"] is not None), None)
     _decorate(ax, xv, [est, lo, hi] + [e["values"] for e in entries],
               xlabel or X_LABELS.get(xname, xname), ylabel or Y_LABELS.get(quantity, quantity),
-              title if title is not None else default_title(first_bound, quantity, setting))
+              title if title is not None else default_title(first_bound, quantity, setting), legend=False)
+    mark_nonpositive(ax, xv, lo, hi, est, color="C0")
+    _legend(ax)
     if path is not None:
         save(fig, path, dpi=dpi)
     return fig
 
 
-def plot_rate_fit(x, fit, verdict=None, *, quantity: str = "", xname: str = "n", title: str = "",
+def plot_rate_fit(x, fit, verdict=None, *, y_reps=None, floor=None, floor_label: str = FLOOR_LABEL,
+                  quantity: str = "", xname: str = "n", title: str = "", ylabel: str | None = None,
                   path=None, dpi: int = 150, figsize=(7.0, 4.8), ax=None) -> Figure:
     """Replicate means against x with the fitted log-log line and the theorem's exponent.
 
     ``fit``: a ``stabsim.verdicts.SlopeFit``; ``verdict``: the ``check_rate`` Verdict (its
     exponent is drawn as a reference line through the fit's centre, and its summary is in the legend).
+    ``y_reps``: the per-replicate values (R, m) behind ``fit.mean``; when given, each mean gets
+    its Student-t CI at ``fit.level`` as an error bar (a lower end <= 0 is marked at the axis'
+    lower limit, see the module docstring).
+    ``floor``: optional level (scalar, or one value per x) drawn as a horizontal (or piecewise)
+    dashed grey line labelled ``floor_label`` (default "eta sigma^2 d floor"), e.g. the noise
+    floor of a constant-step private run.
     """
     fig, ax = _figure_axes(ax, figsize)
     xv = np.asarray(x, dtype=float)
-    ax.plot(xv, fit.mean, "o", color="C0", label=f"measured mean (R = {fit.n_replicates})")
+    mean = np.asarray(fit.mean, dtype=float)
+    curves = [mean]
+    lo = hi = None
+    if y_reps is not None:
+        from .measures import mean_ci
+
+        ci = mean_ci(np.asarray(y_reps, dtype=float), level=fit.level)
+        lo, hi = (np.asarray(ci[v].values, dtype=float) for v in ("lower", "upper"))
+        pos = lo > 0
+        if pos.any():
+            ax.errorbar(xv[pos], mean[pos], yerr=[mean[pos] - lo[pos], hi[pos] - mean[pos]], fmt="none",
+                        ecolor="C0", elinewidth=1.2, capsize=3, label=f"{100 * fit.level:g}% CI of the mean")
+        curves += [lo, hi]
+    ax.plot(xv, mean, "o", color="C0", label=f"measured mean (R = {fit.n_replicates})")
     lx = np.log(xv)
     centre = fit.intercept + fit.slope * lx.mean()
     ax.plot(xv, np.exp(fit.intercept + fit.slope * lx), "-", color="C0",
@@ -188,11 +229,101 @@ def plot_rate_fit(x, fit, verdict=None, *, quantity: str = "", xname: str = "n",
     if verdict is not None and verdict.exponent is not None:
         ref = np.exp(centre + verdict.exponent * (lx - lx.mean()))
         ax.plot(xv, ref, "--", color="C1", label=f"theorem rate x^{verdict.exponent:.3g} — {verdict.verdict}")
-    _decorate(ax, xv, [fit.mean], X_LABELS.get(xname, xname), Y_LABELS.get(quantity, quantity or "measure"),
-              title)
+        curves.append(ref)
+    if floor is not None:
+        fl = np.broadcast_to(np.asarray(floor, dtype=float), xv.shape)
+        if np.ndim(floor) == 0:
+            ax.axhline(float(floor), ls="--", color="0.4", lw=1.2, label=floor_label)
+        else:
+            ax.plot(xv, fl, "--", color="0.4", lw=1.2, label=floor_label)
+        curves.append(fl)
+    _decorate(ax, xv, curves, X_LABELS.get(xname, xname),
+              ylabel or Y_LABELS.get(quantity, quantity or "measure"), title, legend=False)
+    if lo is not None:
+        mark_nonpositive(ax, xv, lo, hi, mean, color="C0")
+    _legend(ax)
     if path is not None:
         save(fig, path, dpi=dpi)
     return fig
+
+
+def plot_bound_points(rows, *, title: str = "", ylabel: str = "", path=None, dpi: int = 150,
+                      figsize=None, ax=None) -> Figure:
+    """Measured means with CIs against their bounds, one column per case, log y axis.
+
+    ``rows``: a sequence of ``(label, estimate, lower, upper, bound, verdict_or_None)``; all rows
+    must be the same quantity (one unit: the axis has one label).  The bound is a horizontal
+    bar (green: the verdict holds / is consistent, red: not, grey: no verdict); a CI lower end
+    or a mean <= 0 is marked at the axis' lower limit (module docstring).
+    """
+    rows = list(rows)
+    fig, ax = _figure_axes(ax, figsize or (max(5.0, 1.1 * len(rows) + 1.5), 4.6))
+    xs = np.arange(len(rows), dtype=float)
+    est, lo, hi, bnd = (np.array([float(r[k]) for r in rows]) for k in (1, 2, 3, 4))
+    pos = (lo > 0) & (est > 0)
+    if pos.any():
+        ax.errorbar(xs[pos], est[pos], yerr=[est[pos] - lo[pos], hi[pos] - est[pos]], fmt="o", color="k",
+                    capsize=3, label="measured mean (95% CI)")
+    if (~pos & (est > 0)).any():
+        sel = ~pos & (est > 0)
+        ax.plot(xs[sel], est[sel], "o", color="k", label="_measured" if pos.any() else "measured mean (95% CI)")
+    colours = {True: "tab:green", False: "tab:red", None: "0.5"}
+    seen = set()
+    for i, r in enumerate(rows):
+        v = r[5]
+        ok = None if v is None else bool(v.ok)
+        lab = {True: "bound (holds)", False: "bound (not holding)", None: "bound"}[ok]
+        ax.scatter([xs[i]], [bnd[i]], marker="_", s=500, color=colours[ok], linewidths=3,
+                   label=lab if lab not in seen else "_" + lab)
+        seen.add(lab)
+    ax.set_yscale("log")
+    ys = np.concatenate([_positive(a) for a in (est, lo, hi, bnd)] + [np.empty(0)])
+    if ys.size:
+        ax.set_ylim(ys.min() / 3, ys.max() * 3)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_xticks(xs)
+    slant = len(rows) > 2 or (len(rows) > 1 and max(len(str(r[0])) for r in rows) > 12)
+    ax.set_xticklabels([str(r[0]) for r in rows], rotation=30 if slant else 0, ha="right" if slant else "center",
+                       fontsize=7)
+    ax.set_ylabel(ylabel, fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=8)
+    ax.grid(True, which="major", axis="y", alpha=0.3)
+    mark_nonpositive(ax, xs, lo, hi, est, color="k")
+    ax.legend(fontsize=6, loc="best", markerscale=0.6)
+    if path is not None:
+        save(fig, path, dpi=dpi)
+    return fig
+
+
+def mark_nonpositive(ax, x, lower, upper=None, estimate=None, *, color="C0", line: bool = True,
+                     label: str = NONPOSITIVE_LOWER_LABEL):
+    """Mark, on a log y axis whose limits are already set, where a CI's lower end (or the mean) is <= 0.
+
+    A downward triangle on the axis' lower limit (clip off, so it stays visible) at each such
+    x, legend ``label`` (default ``NONPOSITIVE_LOWER_LABEL``); with ``line`` a thin line from the lower limit to the
+    (positive) upper end; a mean <= 0 gets an ``x`` there (``NONPOSITIVE_MEAN_LABEL``).  Nothing
+    is ever drawn at a made-up small positive value.
+    """
+    x = np.asarray(x, dtype=float)
+    lower = np.asarray(lower, dtype=float)
+    bad = np.isfinite(lower) & (lower <= 0)
+    trans = ax.get_xaxis_transform()  # x in data, y in axes coordinates (0 = the lower limit)
+    if bad.any():
+        ax.plot(x[bad], np.zeros(bad.sum()), "v", color=color, markersize=7, transform=trans, clip_on=False,
+                zorder=5, label=label)
+        if line and upper is not None:
+            up = np.asarray(upper, dtype=float)
+            y0 = ax.get_ylim()[0]
+            for xi, ui in zip(x[bad], up[bad]):
+                if np.isfinite(ui) and ui > y0:
+                    ax.plot([xi, xi], [y0, ui], "-", color=color, alpha=0.5, linewidth=1.2, label="_ci_to_axis")
+    if estimate is not None:
+        est = np.asarray(estimate, dtype=float)
+        neg = np.isfinite(est) & (est <= 0)
+        if neg.any():
+            ax.plot(x[neg], np.full(neg.sum(), 0.035), "x", color=color, markersize=7, transform=trans,
+                    clip_on=False, zorder=5, label=NONPOSITIVE_MEAN_LABEL)
 
 
 def _figure_axes(ax, figsize):
@@ -211,10 +342,11 @@ def _verdict_lookup(verdicts, entries) -> dict:
     return dict(enumerate(verdicts))
 
 
-def _decorate(ax, xv, curves, xlabel, ylabel, title):
+def _decorate(ax, xv, curves, xlabel, ylabel, title, legend: bool = True):
     ax.set_xscale("log")
     ax.set_yscale("log")
-    pos = np.concatenate([_positive(c) for c in curves] + [np.empty(0)])
+    pos = np.concatenate([_positive(np.broadcast_to(np.asarray(c, dtype=float), np.shape(xv)) if np.ndim(c) == 0
+                                    else c) for c in curves] + [np.empty(0)])
     if pos.size:
         ax.set_ylim(pos.min() / 1.5, pos.max() * 1.5)
     xp = _positive(xv)
@@ -225,16 +357,83 @@ def _decorate(ax, xv, curves, xlabel, ylabel, title):
     if title:
         ax.set_title(title)
     ax.grid(True, which="major", alpha=0.3)
+    if legend:
+        _legend(ax)
+
+
+def _legend(ax):
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), fontsize="small", frameon=False)
 
 
+def _wrap(text: str, width_chars: int) -> str:
+    return "\n".join(textwrap.fill(line, max(int(width_chars), 8), break_long_words=False,
+                                    break_on_hyphens=False) or line for line in text.split("\n"))
+
+
+def _fit_text(t, avail_px: float, renderer, max_lines: int = 3, min_size: float = 5.0) -> bool:
+    """Wrap (then shrink) the Text ``t`` until it is at most ``avail_px`` wide; True if changed.
+
+    Wraps at word boundaries (existing line breaks are kept) into at most ``max_lines`` lines
+    (or as many as it already had); if that is not enough, the font shrinks by 10% steps down
+    to ``min_size`` points."""
+    text = t.get_text()
+    if not text or avail_px <= 0:
+        return False
+
+    def width():
+        return t.get_window_extent(renderer).width
+
+    if width() <= avail_px:
+        return False
+    lines_allowed = max(max_lines, text.count("\n") + 1)
+    size = t.get_fontsize()
+    while True:
+        t.set_text(text)
+        chars = max(8, int(max(len(x) for x in text.split("\n")) * avail_px / max(width(), 1.0)))
+        t.set_text(_wrap(text, chars))
+        while width() > avail_px and chars > 8:
+            chars -= max(1, chars // 20)
+            t.set_text(_wrap(text, chars))
+        if (width() <= avail_px and t.get_text().count("\n") + 1 <= lines_allowed) or size <= min_size:
+            return True
+        size = max(min_size, size * 0.9)
+        t.set_fontsize(size)
+
+
+def fit_titles(fig: Figure) -> Figure:
+    """Wrap (and if needed shrink) each axes title to its axes' width and the suptitle to the figure's.
+
+    Draws the figure first (so a layout engine has placed the axes); when a title changed and
+    the figure has no layout engine, applies ``tight_layout`` so that the taller title fits.
+    """
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    changed = False
+    for ax in fig.axes:
+        for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
+            if t is not None and t.get_visible():
+                changed |= _fit_text(t, ax.bbox.width, renderer)
+    sup = getattr(fig, "_suptitle", None)
+    if sup is not None and sup.get_visible():
+        changed |= _fit_text(sup, 0.96 * fig.bbox.width, renderer)
+    if changed and fig.get_layout_engine() is None:
+        fig.tight_layout()
+    return fig
+
+
 def save(fig: Figure, path, dpi: int = 150) -> Path:
-    """Save ``fig`` as PNG (or the format of the suffix), creating parent folders."""
+    """Save ``fig`` as PNG (or the format of the suffix), creating parent folders.
+
+    Titles are fitted first (``fit_titles``): no title runs off the figure."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    fit_titles(fig)
     fig.savefig(path, dpi=dpi)
     return path
 
 
-__all__ = ["plot_bound_overlay", "plot_rate_fit", "default_title", "save", "X_LABELS", "Y_LABELS",
-           "VARIANT_STYLES"]
+__all__ = ["plot_bound_overlay", "plot_rate_fit", "plot_bound_points", "mark_nonpositive", "fit_titles",
+           "default_title", "save", "X_LABELS", "Y_LABELS", "VARIANT_STYLES", "NONPOSITIVE_LOWER_LABEL",
+           "NONPOSITIVE_MEAN_LABEL", "FLOOR_LABEL"]

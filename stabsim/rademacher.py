@@ -1,6 +1,6 @@
 """Monte-Carlo estimates of P0's Rademacher averages R_t (P0 Eq. (4), Lemmas 4 / 5).
 
-P0 Eq. (4) (CATALOGUE P0-B):
+P0 Eq. (4) (errata P0-B):
 
     R_t(l o W) = (1/n) sum_{i=1}^n E[ sup_{w in W} (1/t) sum_{k=1}^t sigma_k l(w, z_i, z_{i_k}) ],
 

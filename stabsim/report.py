@@ -2,23 +2,46 @@
 
 ``report(out_dir, reports_dir="reports")`` (re-)analyses studies whose ``data.nc`` is newer
 than their ``analysis.json`` (``stabsim.checks.analyse``), copies their figures to
-``reports_dir/figures/<study>/`` and writes ``reports_dir/index.md``: a header (command,
-date, wall time, profile) and one row per verdict (study, theorem key, verdict, margin or
-slope, tightness, figure, summary, explanation).
+``reports_dir/figures/<study>/`` and writes
+
+``index.md``        a header (command, date, wall time, profile, verdicts counted by kind of
+                    check: theorem bounds, rate claims, privacy calibrations, theorem conditions,
+                    reproductions, identity checks; stand-in rows apart), a per-theorem summary
+                    (best tightness reached, and where), the privacy ledger, and one row per
+                    verdict with its errata ids linked to ``docs/errata.md``;
+``verdicts.csv``    one row per verdict (``VERDICT_COLUMNS``), for pandas;
+``verdicts.json``   the same rows as a JSON list.
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as _dt
 import json
+import math
 import os
 import shutil
-import sys
 from pathlib import Path
 
-from .checks.base import ANALYSIS_FILE, FIGURE_DIR, SUMMARY_FILE, analyse, md_table
+from .checks.base import ANALYSIS_FILE, CHECK_KINDS, FIGURE_DIR, STAND_IN, SUMMARY_FILE, _g, analyse, md_table
+from .verdicts import FAILED_VERDICTS, OK_VERDICTS
 
-__all__ = ["report", "collect"]
+__all__ = ["report", "collect", "verdict_rows", "VERDICT_COLUMNS", "write_verdict_table", "count_by_kind",
+           "theorem_summary"]
+
+#: the columns of verdicts.csv / verdicts.json, in order.
+VERDICT_COLUMNS = (
+    "study", "key", "paper", "reference", "tag", "check_kind", "case", "quantity", "verdict", "qualifier",
+    "worst_margin", "worst_at", "n_significant", "multiplicity", "slope", "slope_lower", "slope_upper",
+    "exponent", "log_factors", "local_slope", "local_slope_lower", "local_slope_upper",
+    "tightness_min", "tightness_max", "vacuous", "data", "n_replicates", "confidence",
+    "errata_ids", "explanation", "figure", "summary",
+)
+
+KIND_TITLES = {"bound": "theorem bounds", "rate": "rate claims", "privacy": "privacy calibrations (studies' checks)",
+               "privacy ledger": "privacy ledger (exact eps bought by every calibration)",
+               "condition": "theorem conditions", "reproduction": "reproductions",
+               "identity": "identity checks (tests, not findings)", "other": "other"}
 
 
 def collect(out_dir, *, reanalyse: bool = True) -> list[dict]:
@@ -40,7 +63,7 @@ def collect(out_dir, *, reanalyse: bool = True) -> list[dict]:
     return recs
 
 
-def _copy_summary(sdir: Path, study_id: str, reports_dir: Path) -> str | None:
+def _copy_summary(sdir: Path, study_id: str, reports_dir: Path, errata_base: str | None = None) -> str | None:
     """Copy a study's summary.md and all its figures into ``reports_dir`` (so the report stands
     on its own, without the ``out/`` folder); return the summary's path relative to it."""
     src = sdir / SUMMARY_FILE
@@ -53,13 +76,122 @@ def _copy_summary(sdir: Path, study_id: str, reports_dir: Path) -> str | None:
     dst = reports_dir / "summaries" / f"{study_id}.md"
     dst.parent.mkdir(parents=True, exist_ok=True)
     text = src.read_text(encoding="utf-8").replace(f"]({FIGURE_DIR}/", f"](../{FIGURE_DIR}/{study_id}/")
+    if errata_base is not None:  # summaries/ is one level below reports/
+        text = _link_errata(text, "../" + errata_base)
     dst.write_text(text, encoding="utf-8")
     return dst.relative_to(reports_dir).as_posix()
 
 
+def _registry_info(key: str) -> tuple[str, str]:
+    from .theory.registry import get
+
+    try:
+        b = get(key)
+    except KeyError:
+        return (key.split(".")[0] if key[:1] == "P" and key[1:2].isdigit() else ""), ""
+    return b.paper, b.ref
+
+
+def _errata_ids(text: str) -> list[str]:
+    try:
+        from .errata import find_ids
+    except ImportError:  # pragma: no cover - errata module missing
+        return []
+    return sorted(set(find_ids(text or "")))
+
+
+def _link_errata(text: str, base: str) -> str:
+    try:
+        from .errata import link_ids
+    except ImportError:  # pragma: no cover
+        return text
+    return link_ids(text, base=base)
+
+
+def verdict_rows(recs: list[dict]) -> list[dict]:
+    """One flat dict per verdict (``VERDICT_COLUMNS``) over the analysis records ``recs``."""
+    out = []
+    for rec in recs:
+        rows = rec.get("rows", []) or [{"verdict": "error", "explanation": rec.get("error", ""),
+                                        "check_kind": "other"}]
+        for r in rows:
+            paper, ref = _registry_info(r.get("key", ""))
+            row = {c: r.get(c, "") for c in VERDICT_COLUMNS}
+            expl = str(r.get("explanation", "") or "")
+            row.update(study=rec.get("study_id", ""), paper=paper, reference=ref, case=r.get("label", ""),
+                       check_kind=r.get("check_kind") or "other", data=r.get("data") or "synthetic",
+                       errata_ids=" ".join(_errata_ids(expl + " " + str(r.get("notes", "")))),
+                       explanation=expl, summary=rec.get("summary_path", ""))
+            for c in VERDICT_COLUMNS:
+                v = row[c]
+                if v is None or (isinstance(v, float) and math.isnan(v)):
+                    row[c] = ""
+            out.append(row)
+    return out
+
+
+def write_verdict_table(rows: list[dict], reports_dir) -> tuple[Path, Path]:
+    """Write ``verdicts.csv`` and ``verdicts.json`` into ``reports_dir``; returns their paths."""
+    reports_dir = Path(reports_dir)
+    csv_path, json_path = reports_dir / "verdicts.csv", reports_dir / "verdicts.json"
+    with csv_path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(VERDICT_COLUMNS))
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c, "") for c in VERDICT_COLUMNS})
+    json_path.write_text(json.dumps([{c: r.get(c, "") for c in VERDICT_COLUMNS} for r in rows], indent=1,
+                                    default=str), encoding="utf-8")
+    return csv_path, json_path
+
+
+def count_by_kind(rows: list[dict]) -> dict:
+    """{kind: {verdict label: count}} over the rows that are findings; stand-in rows under
+    ``"stand-in"`` and errors under ``"error"``, apart from the kinds."""
+    out: dict = {}
+    for r in rows:
+        if r["verdict"] == STAND_IN:
+            kind = "stand-in"
+        elif r["verdict"] == "error":
+            kind = "error"
+        else:
+            kind = r["check_kind"] or "other"
+        label = r["verdict"] + (f" ({r['qualifier']})" if r.get("qualifier") and r["verdict"] != STAND_IN else "")
+        out.setdefault(kind, {})
+        out[kind][label] = out[kind].get(label, 0) + 1
+    return out
+
+
+def _count_text(counts: dict) -> str:
+    return ", ".join(f"{c} {v}" for v, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def theorem_summary(rows: list[dict]) -> list[dict]:
+    """Per registry key of a theorem bound: rows, how many hold / are vacuous / are violated or
+    inconclusive, and the best (largest) tightness reached among holding rows, with where."""
+    by: dict = {}
+    for r in rows:
+        if r["check_kind"] != "bound" or r["verdict"] == STAND_IN:
+            continue
+        e = by.setdefault(r["key"], {"key": r["key"], "paper": r["paper"], "reference": r["reference"], "rows": 0,
+                                      "holds": 0, "vacuous": 0, "violated": 0, "inconclusive": 0,
+                                      "best": -math.inf, "where": ""})
+        e["rows"] += 1
+        e[r["verdict"]] = e.get(r["verdict"], 0) + 1
+        e["vacuous"] += r.get("vacuous") is True
+        t = r.get("tightness_max")
+        if r["verdict"] == "holds" and isinstance(t, (int, float)) and math.isfinite(t) and t > e["best"]:
+            e["best"], e["where"] = t, f"{r['study']}" + (f" ({r['case']})" if r.get("case") else "")
+    out = []
+    for e in by.values():
+        e["best_tightness"] = "" if e["best"] == -math.inf else _g(e["best"], 2)
+        out.append(e)
+    return sorted(out, key=lambda e: e["key"])
+
+
 def report(out_dir="out", reports_dir=None, *, command: str | None = None,
            wall_seconds: float | None = None) -> str:
-    """Write ``reports_dir/index.md`` over the studies in ``out_dir``; returns a short message.
+    """Write ``reports_dir/index.md``, ``verdicts.csv`` and ``verdicts.json`` over the studies in
+    ``out_dir``; returns a short message.
 
     ``reports_dir`` default: ``reports/`` beside ``out_dir`` (``./reports`` for ``out``)."""
     out_dir = Path(out_dir)
@@ -68,54 +200,95 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     if not recs:
         return f"no finished studies in {out_dir}; nothing reported"
     reports_dir.mkdir(parents=True, exist_ok=True)
-    rows, n_ok, n_bad = [], 0, 0
-    counts, n_unexplained = {}, 0
+    errata_base = _errata_base(reports_dir)
+    table = []
     for rec in recs:
         sdir = Path(rec["dir"])
-        summ = _copy_summary(sdir, rec["study_id"], reports_dir) or os.path.relpath(sdir / SUMMARY_FILE, reports_dir)
-        for r in rec.get("rows", []) or [{"verdict": "error", "explanation": rec.get("error", "")}]:
-            fig = ""
+        summ = _copy_summary(sdir, rec["study_id"], reports_dir, errata_base) \
+            or os.path.relpath(sdir / SUMMARY_FILE, reports_dir)
+        rec["summary_path"] = Path(summ).as_posix()
+        for r in rec.get("rows", []):
             if r.get("figure"):
                 src = sdir / r["figure"]
                 dst = reports_dir / FIGURE_DIR / rec["study_id"] / Path(r["figure"]).name
                 if src.is_file():
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(src, dst)
-                    fig = f"[png]({dst.relative_to(reports_dir).as_posix()})"
-            ok = r.get("verdict") in ("holds", "consistent")
-            n_ok += ok
-            n_bad += not ok
-            counts[r.get("verdict", "")] = counts.get(r.get("verdict", ""), 0) + 1
-            n_unexplained += (not ok) and not str(r.get("explanation", "")).strip()
-            rows.append({"study": rec["study_id"], "key": r.get("key", ""), "case": r.get("label", ""),
-                         "verdict": ("**" + r.get("verdict", "") + "**") if not ok else r.get("verdict", ""),
-                         "value": r.get("value", ""), "tightness": r.get("tightness", ""), "figure": fig,
-                         "summary": f"[summary]({Path(summ).as_posix()})", "explanation": r.get("explanation", "")})
+                    r["figure"] = dst.relative_to(reports_dir).as_posix()
+                else:
+                    r["figure"] = ""
+    rows = verdict_rows(recs)
+    ledger, ledger_rows = _ledger_section(reports_dir, [r["study_id"] for r in recs])
+    rows += ledger_rows
+    write_verdict_table(rows, reports_dir)
+    counts = count_by_kind(rows)
+    n_unexplained = sum(1 for r in rows if r["verdict"] not in OK_VERDICTS and r["verdict"] != STAND_IN
+                        and not str(r.get("explanation", "")).strip())
+    n_vacuous = sum(1 for r in rows if r.get("vacuous") is True)
     profiles = sorted({str(r.get("profile")) for r in recs})
     run_total = sum(r.get("run_seconds") or 0 for r in recs) + sum(r.get("analysis_seconds") or 0 for r in recs)
     wall = wall_seconds if wall_seconds is not None else run_total
     cmd = command or " ".join(["stabsim", "report", str(out_dir)])
+    n_findings = sum(sum(c.values()) for k, c in counts.items() if k not in ("stand-in", "error"))
     head = [
         "# stabsim report", "",
         f"- command: `{cmd}`",
         f"- date: {_dt.datetime.now().isoformat(timespec='seconds')}",
         f"- wall time: {wall:.1f} s" + ("" if wall_seconds is not None else " (sum of the studies' run + analysis times)"),
         f"- profile: {', '.join(profiles)}",
-        f"- studies: {len(recs)} in `{out_dir}`; {n_ok + n_bad} verdicts: {n_ok} hold/consistent, {n_bad} not ("
-        + ", ".join(f"{c} {v}" for v, c in sorted(counts.items(), key=lambda kv: -kv[1])) + "); "
-        + (f"**{n_unexplained} not holding without an explanation**" if n_unexplained
-           else "every row that does not hold carries its explanation"),
+        f"- studies: {len(recs)} in `{out_dir}`; {len(rows)} verdict rows, {n_findings} counted below "
+        f"(stand-in and error rows apart); machine-readable: [verdicts.csv](verdicts.csv), "
+        f"[verdicts.json](verdicts.json)",
+        "- " + (f"**{n_unexplained} rows that do not hold carry no explanation**" if n_unexplained
+                else "every row that does not hold carries its explanation")
+        + f"; {n_vacuous} rows are flagged *vacuous* (measured/bound < 0.01 everywhere, or the bound above "
+          f"the quantity's trivial bound)",
         "- reproduce one study: the command in its summary; all: `stabsim run suite"
         + (" --quick" if profiles == ["quick"] else "") + "`",
         "",
+        "## Verdicts by kind of check", "",
     ]
-    cols = [("study", "study"), ("theorem key", "key"), ("case", "case"), ("verdict", "verdict"),
-            ("margin / slope (CI)", "value"), ("tightness", "tightness"), ("figure", "figure"),
-            ("summary", "summary"), ("explanation", "explanation")]
+    for kind in CHECK_KINDS + ("privacy ledger", "stand-in", "error"):
+        if kind in counts:
+            title = KIND_TITLES.get(kind, {"stand-in": "stand-in data sets (not judged; paper values are "
+                                                       "context only)", "error": "errors"}.get(kind, kind))
+            head.append(f"- **{title}** ({sum(counts[kind].values())}): {_count_text(counts[kind])}")
+    head += ["", _RULES_TEXT, ""]
+    summary = theorem_summary(rows)
+    tsum = ["## Theorem bounds: best tightness reached", "",
+            "Per registered bound: rows, how they came out, and the largest measured/bound among the rows that "
+            "hold (1 = attained; below 0.01 the bound is vacuous there).", "",
+            md_table(summary, [("key", "key"), ("paper", "paper"), ("reference", "reference"), ("rows", "rows"),
+                               ("holds", "holds"), ("vacuous", "vacuous"), ("violated", "violated"),
+                               ("inconclusive", "inconclusive"), ("best tightness", "best_tightness"),
+                               ("where", "where")]), ""]
+    shown = []
+    for r in rows:
+        bad = r["verdict"] in FAILED_VERDICTS
+        lab = r["verdict"] + (f" ({r['qualifier']})" if r.get("qualifier") and r["verdict"] != STAND_IN else "")
+        value = ""
+        if r.get("slope") != "":
+            value = (f"slope {_g(r['slope'])} [{_g(r['slope_lower'], 4)}, {_g(r['slope_upper'], 4)}] "
+                     f"vs {_g(r['exponent'])}" + (f" ({r['log_factors']})" if r.get("log_factors") else ""))
+            if r.get("local_slope") != "":
+                value += f"; last decade {_g(r['local_slope'])}"
+        elif r.get("worst_margin") != "":
+            value = f"margin {_g(r['worst_margin'])}" + (f" at {r['worst_at']}" if r.get("worst_at") else "")
+        tight = f"{_g(r['tightness_min'], 2)}-{_g(r['tightness_max'], 2)}" if r.get("tightness_min") != "" else ""
+        shown.append({"study": r["study"], "key": r["key"], "kind": r["check_kind"], "case": r["case"],
+                      "verdict": f"**{lab}**" if bad else lab, "value": value, "tightness": tight,
+                      "vacuous": "vacuous" if r.get("vacuous") is True else "",
+                      "data": "" if r["data"] == "synthetic" else r["data"],
+                      "figure": f"[png]({r['figure']})" if r.get("figure") else "",
+                      "summary": f"[summary]({r['summary']})" if r.get("summary") else "",
+                      "explanation": _link_errata(r.get("explanation", ""), errata_base)})
+    cols = [("study", "study"), ("theorem key", "key"), ("kind", "kind"), ("case", "case"), ("verdict", "verdict"),
+            ("margin / slope (CI)", "value"), ("tightness", "tightness"), ("vacuous", "vacuous"), ("data", "data"),
+            ("figure", "figure"), ("summary", "summary"), ("explanation", "explanation")]
     studies = ["## Studies", ""] + [f"- **{r['study_id']}** ({r.get('profile')}, {r.get('replicates')} replicates, "
                                      f"seed {r.get('seed')}, run {float(r.get('run_seconds') or 0):.1f} s): "
                                      f"{r.get('description', '')}" for r in recs]
-    text = "\n".join(head + ["## Verdicts", "", md_table(rows, cols), ""] + studies + [""])
+    text = "\n".join(head + tsum + ledger + ["## Verdicts", "", md_table(shown, cols), ""] + studies + [""])
     path = reports_dir / "index.md"
     path.write_text(text, encoding="utf-8")
     lines = []
@@ -124,5 +297,63 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
         state = f"finished: {Path(rec['dir']) / 'data.nc'}" if (Path(rec["dir"]) / "data.nc").is_file() else "no data"
         lines.append(f"{rec['study_id']} ({rec.get('kind', '?')}, profile {rec.get('profile')}, seed {rec.get('seed')}): "
                      f"{state}; verdicts: {', '.join(vs) or 'none'}")
-    lines.append(f"wrote {path}: {len(rows)} verdicts over {len(recs)} studies ({n_bad} not holding)")
+    n_failed = sum(1 for r in rows if r["verdict"] in FAILED_VERDICTS)
+    lines.append(f"wrote {path}, verdicts.csv and verdicts.json: {len(rows)} verdicts over {len(recs)} studies "
+                 f"({n_failed} violated/inconsistent)")
     return "\n".join(lines)
+
+
+_RULES_TEXT = """\
+How to read a verdict (the rules are in `stabsim/verdicts.py`):
+*holds*: the CI lies below the bound at every coordinate (an intersection-union test, no correction needed);
+*violated*: significantly above the bound at some coordinate after Holm's correction over the curve's coordinates;
+*inconclusive*: neither (the CI straddles the bound), or a qualifier says why no claim is made (saturated, curvature);
+*matches*: the slope CI contains the theorem's nominal exponent;
+*faster than claimed*: consistent with the O(.) bound, but the claimed rate is not attained on this range;
+*inconsistent*: the slope is significantly on the wrong side of the exponent;
+*vacuous*: the bound holds but measured/bound < 0.01 everywhere (or it exceeds the quantity's trivial bound);
+*stand-in (no paper value)*: measured on a stand-in data set, so the paper's number is context, not a reference.
+Each row is its own claim at 95 % confidence; no correction is made across rows."""
+
+
+def _errata_base(reports_dir: Path) -> str:
+    """The path from ``reports_dir`` to the repository's docs/errata.md (for links)."""
+    try:
+        from .errata import ERRATA_DOC
+        return os.path.relpath(Path(ERRATA_DOC), reports_dir).replace(os.sep, "/")
+    except ImportError:  # pragma: no cover
+        return "../docs/errata.md"
+
+
+def _ledger_section(reports_dir: Path, study_ids) -> tuple[list[str], list[dict]]:
+    """The privacy ledger of the calibrations the reported studies use (``stabsim.privacy.ledger``):
+    markdown lines for index.md, and one verdict row per calibration (kind "privacy ledger")."""
+    from .privacy import ledger as _ledger
+
+    try:
+        lrows = _ledger.ledger_rows_for_suite(study_ids=set(study_ids))
+    except Exception as e:  # the report is still written; say what failed
+        return ["## Privacy ledger", "", f"(not available: {type(e).__name__}: {e})", ""], []
+    if not lrows:
+        return [], []
+    fig_path = reports_dir / FIGURE_DIR / "privacy_ledger.png"
+    fig_path.parent.mkdir(parents=True, exist_ok=True)
+    _ledger.ledger_figure(lrows, fig_path)
+    lines = ["## Privacy ledger", "",
+             "Every calibration the reported studies use, with the exact epsilon it buys at its delta (analytic "
+             "Gaussian mechanism for the non-subsampled compositions, PLD for P4's subsampled steps; see "
+             "docs/privacy.md), the sigma that would be needed, and whether it is private at that setting.", "",
+             _ledger.ledger_markdown(lrows), "",
+             f"![bought vs claimed epsilon]({FIGURE_DIR}/privacy_ledger.png)", ""]
+    vrows = []
+    for r in lrows:
+        case = f"{r.algorithm}, {r.reading}, n={r.n}, T={r.T}, delta={r.delta:.3g}, eps={r.eps_target:g}"
+        row = {c: "" for c in VERDICT_COLUMNS}
+        row.update(study=r.study, key=f"{r.paper}.ledger.{r.algorithm}", paper=r.paper, reference="calibration",
+                   tag="LEDGER", check_kind="privacy ledger", case=case, quantity="eps bought (exact)",
+                   verdict=r.verdict, worst_margin=r.eps_target - r.eps_bought,
+                   tightness_min=r.tightness, tightness_max=r.tightness, data="synthetic",
+                   explanation=f"eps bought {r.eps_bought:.4g} ({r.method}) vs claimed {r.eps_target:g}; sigma used "
+                               f"{r.sigma:.4g}, needed {r.sigma_needed:.4g} (ratio {r.sigma_ratio:.3g}); {r.reason}")
+        vrows.append(row)
+    return lines, vrows

@@ -8,7 +8,7 @@ Notation (the papers'): S = {z_1..z_n}, z = (x, y).  For a pairwise loss f(w; z,
 and for a pointwise loss F_S(w) = (1/n) sum_i f(w; z_i), F(w) = E_z f(w; z).  w_S is a
 minimiser of F_S over the constraint set W, w* one of F.  The generalization error of an
 output A(S) is F(A(S)) - F_S(A(S)), its optimization error F_S(A(S)) - min_W F_S, and its
-excess risk F(A(S)) - F(w*) (CATALOGUE section 0).
+excess risk F(A(S)) - F(w*) (docs/errata.md, Conventions).
 
 Public functions
 ----------------

@@ -11,7 +11,7 @@ an array               as given (length T)        anything else
 =====================  =========================  ==========================================
 
 eta_0 (index 0 of the returned array) is not used by any algorithm; P1 Thm 6(a)/7(a)
-mention an undefined eta_0, and the theory registry offers both readings (CATALOGUE P1-E3).
+mention an undefined eta_0, and the theory registry offers both readings (errata P1-E3).
 """
 
 from __future__ import annotations

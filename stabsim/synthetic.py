@@ -15,7 +15,7 @@ Problems (``make_problem(name, **params)``):
 ``p4_lsq``         P4 Sec. 5 least squares: x uniform on the unit sphere, y = x.w* + N(0,kappa^2)
                    conditioned on |y| <= 0.5 (rejection), w* = [.5,.3,0,.1,.2,0,0,0,0,.1].
 ``p4_logistic``    P4 Sec. 5 logistic: x on the sphere, y = sign(x.w* + N(0,kappa^2)),
-                   w* = [5,3,0,.1,.2,0,0,0,0,.1] (the printed p(x) is circular; CATALOGUE P4-D).
+                   w* = [5,3,0,.1,.2,0,0,0,0,.1] (the printed p(x) is circular; errata P4-D).
 ``metric``         metric learning: two classes that differ in the first coordinate,
                    x = y*gamma*e_1 + xi as in ``auc_separable``.
 """

@@ -5,8 +5,8 @@ plain Python/NumPy.  The index stream (and the Gaussian noise) is passed in expl
 so a test can feed the reference the same randomness the numba kernel draws, and run it
 on S and on S' (built here by copying the data and replacing one row) separately.
 
-Losses and projections are re-implemented here from their definitions (CATALOGUE
-sections P0-P4), independently of ``stabsim.losses`` / ``stabsim.constraints``.
+Losses and projections are re-implemented here from their definitions (the papers,
+P0-P4), independently of ``stabsim.losses`` / ``stabsim.constraints``.
 Iterates use P1's numbering (w_0 the initial point, step t produces w_t) unless a
 docstring says otherwise.
 """

@@ -36,7 +36,8 @@ def test_report_one_row_per_verdict(out):
     assert rc == 0
     index = (out / "reports" / "index.md").read_text()
     n_verdicts = sum(len(json.loads((out / "out" / s / "analysis.json").read_text())["rows"]) for s in STUDIES)
-    table = [ln for ln in index.splitlines() if ln.startswith("| p1_")]
+    verdicts = index.split("\n## Verdicts\n", 1)[1].split("\n## Studies", 1)[0]
+    table = [ln for ln in verdicts.splitlines() if ln.startswith("| p1_")]
     assert len(table) == n_verdicts
     assert "command:" in index and "wall time" in index and "profile: quick" in index
 
@@ -65,3 +66,62 @@ def test_unknown_check_is_an_error_row(out):
 
     with pytest.raises(KeyError, match="no analysis check"):
         get_check("p1_nope")
+
+
+def test_report_writes_the_verdict_table(out):
+    import csv
+
+    from stabsim.report import VERDICT_COLUMNS
+
+    assert main(["report", str(out / "out"), "--reports", str(out / "reports")]) == 0
+    with (out / "reports" / "verdicts.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert tuple(rows[0].keys()) == VERDICT_COLUMNS
+    n_verdicts = sum(len(json.loads((out / "out" / s / "analysis.json").read_text())["rows"]) for s in STUDIES)
+    assert len(rows) == n_verdicts
+    js = json.loads((out / "reports" / "verdicts.json").read_text())
+    assert [(r["study"], r["key"], r["verdict"]) for r in js] == [(r["study"], r["key"], r["verdict"]) for r in rows]
+    assert {r["paper"] for r in rows} == {"P1"} and all(r["reference"].startswith("Theorem") for r in rows)
+    assert {r["check_kind"] for r in rows} <= {"bound", "rate"} and all(r["data"] == "synthetic" for r in rows)
+    index = (out / "reports" / "index.md").read_text()
+    assert "## Verdicts by kind of check" in index and "**theorem bounds**" in index
+    assert "## Theorem bounds: best tightness reached" in index
+
+
+def _row(verdict, kind="bound", qualifier="", **kw):
+    return dict({"verdict": verdict, "check_kind": kind, "qualifier": qualifier, "key": "P1.Thm4.uas",
+                 "paper": "P1", "reference": "Theorem 4", "study": "s", "case": "", "tightness_max": 0.5,
+                 "vacuous": False}, **kw)
+
+
+def test_headline_counts_kinds_apart_and_leaves_stand_ins_out():
+    from stabsim.checks.base import STAND_IN
+    from stabsim.report import count_by_kind, theorem_summary
+
+    rows = [_row("holds"), _row("violated"), _row("matches", "rate"), _row("inconclusive", "rate", "curvature"),
+            _row(STAND_IN, "reproduction"), _row("holds", "privacy"), _row("holds", "identity")]
+    c = count_by_kind(rows)
+    assert c["bound"] == {"holds": 1, "violated": 1}
+    assert c["rate"] == {"matches": 1, "inconclusive (curvature)": 1}
+    assert c["stand-in"] == {STAND_IN: 1} and "reproduction" not in c
+    assert c["privacy"] == {"holds": 1} and c["identity"] == {"holds": 1}
+    s = theorem_summary([_row("holds", tightness_max=0.2, case="a"), _row("holds", tightness_max=0.7, case="b"),
+                         _row("holds", tightness_max=0.001, vacuous=True)])
+    assert len(s) == 1 and s[0]["best_tightness"] == "0.7" and s[0]["where"] == "s (b)" and s[0]["vacuous"] == 1
+
+
+def test_stand_in_rows_are_not_judged():
+    from stabsim.checks import CheckResult
+    from stabsim.checks.base import STAND_IN, _row as base_row
+    from stabsim.verdicts import Verdict
+
+    res = CheckResult()
+    v = Verdict(key="P1.Table1", quantity="test AUC", tag="REPRO", verdict="inconsistent", n_replicates=5,
+                level=0.95)
+    res.add(v, stand_in_for="ijcnn1")
+    res.add(v, data="real")
+    r0, r1 = base_row(res, 0), base_row(res, 1)
+    assert r0["verdict"] == STAND_IN and r0["data"] == "stand-in" and "rule verdict: inconsistent" in r0["notes"]
+    assert r1["verdict"] == "inconsistent" and r1["data"] == "real"
+    with pytest.raises(ValueError, match="data="):
+        res.add(v, data="fake")

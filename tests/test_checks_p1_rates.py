@@ -49,8 +49,8 @@ def test_excess_rate_studies_consistent(results, name, key):
     rows = rec["rows"]
     assert [r["key"] for r in rows] == [key]
     r = rows[0]
-    # the theorems' schedules make the excess risk decay: consistent with the claimed n-exponent
-    assert r["verdict"] == "consistent", (sdir / "summary.md").read_text()
+    # the theorems' schedules make the excess risk decay at least as fast as the claimed n-exponent
+    assert r["verdict"] in ("matches", "faster than claimed"), (sdir / "summary.md").read_text()
     assert r["slope"] < 0 and r["exponent"] < 0
     assert (sdir / r["figure"]).is_file()
 
@@ -108,7 +108,9 @@ def test_strongly_convex_readings(results):
     eta_w = by[("P1.Thm6b.rate", "output=eta_weighted_lag2")]
     assert eta_w["verdict"] == "inconsistent" and "t-weighted" in eta_w["explanation"]
     for key in ("P1.Thm6b.rate", "P1.Thm7b.rate"):
-        assert by[(key, "output=t_weighted_lag2")]["verdict"] == "consistent", (sdir / "summary.md").read_text()
+        # never a failure; at the tiny size the last decade (3 checkpoints) may disagree with the global fit
+        assert by[(key, "output=t_weighted_lag2")]["verdict"] in ("matches", "faster than claimed", "inconclusive"), \
+            (sdir / "summary.md").read_text()
 
 
 def test_buffer_horizon_study(results):
@@ -118,7 +120,11 @@ def test_buffer_horizon_study(results):
     assert labels == ["buffer=1 (slope in t)", "buffer=4 (slope in t)", "slope in s at t=1600"]
     assert all(r["key"] == "P1.Rem7.buffer_rate" for r in rec["rows"])
     assert all(r["slope"] < 0 for r in rec["rows"][:2])        # error decreases with the horizon T
-    assert rec["rows"][2]["verdict"] == "consistent"             # grows no faster than sqrt(s)
+    assert rec["rows"][2]["verdict"] in ("matches", "faster than claimed")   # grows no faster than sqrt(s)
+    # the explanation's local slopes are measured in the study itself (one entry per consecutive pair of T)
+    assert set(rec["measured"]["local T-slopes at s = 1 (T_j -> T_j+1)"]) == {"100->400", "400->1600"}
+    for r in rec["rows"][:2]:
+        assert r["verdict"] in ("matches", "faster than claimed") or "measured local slopes" in r["explanation"]
 
 
 def test_study_files_load():

@@ -1,8 +1,8 @@
 """P2 studies end to end on tiny versions (kinds p2_gd, p2_elastic, p2_privacy; checks p2_excess,
 p2_lemma1, p2_thm1), the removal kernel against independent references, and wrong bounds.
 
-Expected verdicts have independent reasons: Thm 1's sigma passes the catalogue's zCDP cross-check
-(eps <= 2.34 log(1/delta), CATALOGUE P2-A), so an exact accountant must find it sufficient; Thms 2/3
+Expected verdicts have independent reasons: Thm 1's sigma passes the zCDP cross-check of docs/errata.md
+(eps <= 2.34 log(1/delta), errata P2-A), so an exact accountant must find it sufficient; Thms 2/3
 are proven upper bounds whose assumptions hold here (G, L from |phi'| <= 1, phi'' <= 1/4 and
 ||x|| <= kappa; PL at the measured constant), so a correct implementation must not exceed them;
 the rate rows use the "upper" rule, under which the O(.) claims are consistent whenever the excess

@@ -1,7 +1,7 @@
 """P4 remaining bounds (stabsim/checks/p4_more.py) and Figures 1/2 (stabsim/checks/p4_figures.py):
 tiny studies through run_study + analyse with asserted verdicts, plus independent checks of the
 ingredients (exact reference risks vs Monte Carlo, the twin generalization estimator vs the direct
-one, the Lemma 18 sampler vs the analytic gradient-jump bound, the catalogue's beta-search table)."""
+one, the Lemma 18 sampler vs the analytic gradient-jump bound, the beta-search table of errata P4-A)."""
 
 from __future__ import annotations
 
@@ -216,10 +216,10 @@ eps = [1.0, 4.0]
 """
 
 
-def test_condition_rows_and_catalogue_table(tmp_path):
+def test_condition_rows_and_errata_table(tmp_path):
     d, v = _run(PRIV, tmp_path)
     labels = {lab for _, lab in v}
-    assert "continuous beta search = catalogue table" in labels
+    assert "continuous beta search = errata P4-A table" in labels
     assert all(x == "holds" for x in v.values()), v
 
 

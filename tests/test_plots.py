@@ -65,9 +65,145 @@ def test_rate_fit_plot(tmp_path):
                         path=tmp_path / "rate.png")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-    assert any("consistent" in t.get_text() for t in ax.get_legend().get_texts())
+    assert any(v.verdict in t.get_text() for t in ax.get_legend().get_texts())
     assert (tmp_path / "rate.png").stat().st_size > 0
 
 
 def test_default_title():
     assert default_title(get("P1.Thm5.uas"), "uas_mean", "smooth convex") == "P1 Theorem 5: UAS, smooth convex"
+
+
+# ---- log axes with non-positive CI ends, titles that fit, figures of the P4 rate checks -----------------
+
+def _neg_lower_measure():
+    t = np.array([1, 3, 10, 30, 100, 300, 1000])
+    est = np.array([-1e-4, 2e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1])
+    lo = np.array([-5e-4, -1e-4, -2e-3, 2e-3, 8e-3, 2.5e-2, 9e-2])
+    ds = xr.Dataset({"estimate": ("t", est), "lower": ("t", lo), "upper": ("t", np.abs(est) * 1.5 + 1e-4)},
+                    coords={"t": t})
+    ds.attrs.update(quantity="gen_gap", n_replicates=100, level=0.95)
+    return ds
+
+
+def test_negative_lower_end_is_marked_not_clipped(tmp_path):
+    from stabsim.plots import NONPOSITIVE_LOWER_LABEL, NONPOSITIVE_MEAN_LABEL
+
+    m = _neg_lower_measure()
+    fig = plot_bound_overlay(m, {"bound": 0.5 * m.t.values ** 0.5}, path=tmp_path / "neg.png")
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    tri = lines[NONPOSITIVE_LOWER_LABEL]
+    assert tri.get_marker() == "v"
+    lo = m["lower"].values
+    np.testing.assert_array_equal(np.sort(tri.get_xdata()), np.sort(m.t.values[lo <= 0]))
+    assert np.all(np.asarray(tri.get_ydata()) == 0)        # on the axis' lower limit (axes coordinates)
+    assert NONPOSITIVE_MEAN_LABEL in lines                   # the negative mean is marked too
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert NONPOSITIVE_LOWER_LABEL in texts
+    data = np.concatenate([m[v].values for v in ("estimate", "lower", "upper")] + [0.5 * m.t.values ** 0.5])
+    pos_min = data[data > 0].min()
+    ymin, ymax = ax.get_ylim()
+    assert ymin >= pos_min / 1e3 and ymin > 0
+    # no artist was drawn at a made-up tiny value: every data-coordinate y is >= the axis' lower limit
+    for ln in ax.get_lines():
+        if ln.get_transform() == ax.transData:
+            y = np.asarray(ln.get_ydata(), dtype=float)
+            assert np.all(~np.isfinite(y) | (y >= ymin * (1 - 1e-9)))
+
+
+def test_rate_fit_ci_marker_and_floor():
+    from stabsim.plots import FLOOR_LABEL, NONPOSITIVE_LOWER_LABEL
+
+    rng = np.random.default_rng(1)
+    x = np.array([100.0, 200.0, 400.0, 800.0])
+    y = x ** -1.0 * rng.lognormal(0, 0.2, size=(40, x.size))
+    y[:, 3] = rng.normal(2e-4, 2e-3, size=40)      # mean > 0 but CI lower end < 0
+    y[:, 3] += 5e-4 - y[:, 3].mean()
+    fit = fit_slope(x, y)
+    v = check_rate(x, y, -1.0)
+    fig = plot_rate_fit(x, fit, v, y_reps=y, floor=3e-3, quantity="excess_risk")
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert FLOOR_LABEL in labels and NONPOSITIVE_LOWER_LABEL in labels
+    assert any("CI of the mean" in s for s in labels)
+    assert ax.get_ylim()[0] > 0 and ax.get_yscale() == "log"
+
+
+@pytest.mark.parametrize("kind", ["overlay", "suptitle", "plain"])
+def test_long_titles_fit_in_the_figure(kind, measure, tmp_path):
+    from matplotlib.figure import Figure
+
+    from stabsim.plots import save
+
+    long = "P9 Theorem 99(z): a very long title with many parameters, " + ", ".join(f"p{i}={i / 7:.4f}" for i in range(25))
+    if kind == "overlay":
+        fig = plot_bound_overlay(measure, {"b": 1.0}, title=long)
+    elif kind == "suptitle":
+        fig = Figure(figsize=(8, 4), layout="constrained")
+        a1, a2 = fig.subplots(1, 2)
+        a1.set_title(long)
+        a2.set_title(long)
+        fig.suptitle(long)
+    else:
+        fig = Figure(figsize=(6, 4))          # no layout engine (as the pyplot figures of some checks)
+        fig.add_subplot().set_title(long)
+    save(fig, tmp_path / "t.png")
+    r = fig.canvas.get_renderer()
+    fb = fig.bbox
+    texts = [ax.title for ax in fig.axes] + ([fig._suptitle] if fig._suptitle is not None else [])
+    for t in texts:
+        bb = t.get_window_extent(r)
+        assert bb.x0 >= fb.x0 - 1 and bb.x1 <= fb.x1 + 1 and bb.y1 <= fb.y1 + 1 and bb.y0 >= fb.y0 - 1, (t.get_text(), bb)
+    assert "\n" in fig.axes[0].title.get_text()
+
+
+def _synthetic_p4_risk(spec, dims_extra, rng):
+    """A p4_risk-like Dataset on the study's sweep (fake measurements, for the checks' figures only)."""
+    sweep = {a: list(spec.sweep[a]) for a in spec.sweep}
+    R = 12
+    shape = [R, 1] + [len(v) for v in sweep.values()]
+    dims = ["replicate", "t"] + list(sweep)
+    coords = {"replicate": np.arange(R), "t": [0], **sweep}
+    n = np.asarray(sweep.get("n", [200]), float)
+    base = 0.05 * (n / n[0]) ** -0.7
+    bshape = [1, 1] + [len(v) if a == "n" else 1 for a, v in sweep.items()]
+    val = base.reshape(bshape) * rng.lognormal(0, 0.2, size=shape)
+    cell_dims = list(sweep)
+    cell_shape = [len(v) for v in sweep.values()]
+    ds = xr.Dataset(coords=coords)
+    for name, f in dims_extra.items():
+        ds[name] = (dims, f(val))
+    nn = np.broadcast_to(n.reshape([len(n) if a == "n" else 1 for a in sweep]), cell_shape) if "n" in sweep \
+        else np.full(cell_shape, 200.0)
+    ds["T_eff"] = (cell_dims, nn.astype(int))
+    ds["eta_eff"] = (cell_dims, np.full(cell_shape, 0.05))
+    ds["sigma_eff"] = (cell_dims, np.full(cell_shape, 0.0))
+    return ds
+
+
+@pytest.mark.parametrize("study", ["p4_rates_lownoise", "p4_rates_noisy", "p4_thm16a"])
+def test_p4_rate_checks_have_a_figure_per_verdict(study):
+    """Synthetic data through the real check functions (a quick run of these studies takes > 20 s)."""
+    from pathlib import Path
+
+    from stabsim.checks.p4 import check_opt, check_rates
+    from stabsim.study import load_study
+
+    spec = load_study(Path(__file__).resolve().parents[1] / "studies" / f"{study}.toml", profile="quick")
+    rng = np.random.default_rng(0)
+    if study == "p4_thm16a":
+        ds = _synthetic_p4_risk(spec, {"FS_out": lambda v: 0.3 + v}, rng)
+        ds["FS_wstar"] = ds["FS_out"].isel(t=0) * 0 + 0.3
+        res = check_opt(spec, ds)
+    else:
+        from stabsim.checks.p4 import _F_star, _problem
+
+        Fs = _F_star(_problem(spec.cell_params(spec.cells()[0])["data"]), spec.seed)[0]
+        ds = _synthetic_p4_risk(spec, {"F_out": lambda v: Fs + v}, rng)
+        res = check_rates(spec, ds)
+    names = {n for n, _ in res.figures}
+    assert res.verdicts and len(res.figures) >= 1
+    for i in range(len(res.verdicts)):
+        assert res.links.get(i) in names, (i, res.links, names)
+    for _, fig in res.figures:
+        assert fig.axes[0].get_yscale() == "log"

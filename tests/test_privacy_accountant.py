@@ -87,7 +87,7 @@ def test_p2_zcdp_cross_check():
     T, n, G, eps, delta = 10, 1000, 1.0, 1.0, 1e-5
     mech = acc.p2_gradient_perturbation(T, n, G, eps, delta)
     assert mech.noise_multiplier == pytest.approx(2 * math.sqrt(T * math.log(1 / delta)) / eps, rel=1e-12)
-    # catalogue P2 A: eps' = eps/sqrt(2) + eps^2/(8 log(1/delta))
+    # errata P2-A: eps' = eps/sqrt(2) + eps^2/(8 log(1/delta))
     row = acc.evaluate(mech)
     assert row.eps_paper_conversion == pytest.approx(1 / math.sqrt(2) + 1 / (8 * math.log(1e5)), rel=1e-12)
     # T-fold composition of identical Gaussians == one Gaussian with z/sqrt(T)

@@ -19,8 +19,8 @@ def test_p0_sigma2_printed_and_corrected():
     assert cal.p0_sigma2(T, n, eta, G, eps, delta) == pytest.approx(math.e * printed, rel=REL)
 
 
-def test_p0_catalogue_practical_warning():
-    # catalogue P0 Thm 5 warning: n=1000, delta=1e-5, eps=1, G=1, T=n^2, eta=n^-1.5 -> sigma ~ 99 / ~163
+def test_p0_errata_practical_warning():
+    # errata P0-E2 example: n=1000, delta=1e-5, eps=1, G=1, T=n^2, eta=n^-1.5 -> sigma ~ 99 / ~163
     args = (1000**2, 1000, 1000**-1.5, 1.0, 1.0, 1e-5)
     assert math.sqrt(cal.p0_sigma2(*args, reading="printed")) == pytest.approx(99, rel=0.01)
     assert math.sqrt(cal.p0_sigma2(*args)) == pytest.approx(163, rel=0.01)
@@ -88,7 +88,7 @@ def test_p3_rho():
     assert cal.p3_rho(1.0, 0.01, exact=False) == pytest.approx(1 / (4 * math.log(100)), rel=REL)
     rho = cal.p3_rho(2.5, 1 / 40)   # solves rho + 2 sqrt(rho log(1/delta)) = eps
     assert rho + 2 * math.sqrt(rho * math.log(40)) == pytest.approx(2.5, rel=1e-12)
-    # catalogue P3-E2: at n=40, delta=1/n, eps=2.5 exact rho is ~0.76x the approximation
+    # errata P3-E2: at n=40, delta=1/n, eps=2.5 exact rho is ~0.76x the approximation
     assert rho / cal.p3_rho(2.5, 1 / 40, exact=False) == pytest.approx(0.76, abs=0.01)
 
 
@@ -139,7 +139,7 @@ def test_p4_lambda_sigma2_margins():
     assert not cal.p4_feasible(2e-4, eps, d, n, T, True)       # pairwise eps=0.5 is infeasible
 
 
-# Catalogue P4 feasibility table (n=5000, T=1000, delta=1/n^2, pointwise, continuous beta).
+# errata P4-A feasibility table (n=5000, T=1000, delta=1/n^2, pointwise, continuous beta).
 # The table gives 3 significant digits: rounding error <= 0.5 unit of the 3rd digit, i.e. a
 # relative error <= 0.005/1.00 = 0.5%; we test with rel=5e-3.
 TABLE = [(0.5, 186), (1, 29.1), (2, 10.2), (3, 5.97), (4, 4.16), (5, 3.17), (5.5, 2.83)]

@@ -49,7 +49,7 @@ def test_metadata(key):
     if key.endswith(".printed"):
         assert b.variant == "printed" and b.reading.startswith("as printed")
     if key.endswith((".corrected", ".proof")):
-        assert b.variant == "corrected" and ("P0-E" in b.reading or "CATALOGUE" in b.reading)
+        assert b.variant == "corrected" and ("P0-E" in b.reading or "errata" in b.reading)
     if b.tag == "RATE":
         assert b.rate and all(isinstance(v, float) for v in b.rate.values())
     if b.tag == "EXPLICIT-DD":
@@ -105,7 +105,7 @@ def test_eq9_printed_vs_corrected_factor_3():
 
 
 def test_eq9_printed_constant_3_fails_near_T_eq_n():
-    """CATALOGUE P0-E4: at T = n, gamma = e^-3 the printed (9) is below Thm 1's own bound at t = T."""
+    """errata P0-E4: at T = n, gamma = e^-3 the printed (9) is below Thm 1's own bound at t = T."""
     kw = dict(n=100, eta=0.1, G=1.0, gamma=math.exp(-3))
     assert p0.eq9_avg_sq_printed(T=100, **kw) < p0.thm1_iterate_sq_printed(t=100, **kw)
 
@@ -144,8 +144,8 @@ def test_sigma2_corrected_is_e_times_printed():
     np.testing.assert_allclose(p0.thm4_sigma2_corrected(**kw) / p0.thm4_sigma2_printed(**kw), math.e, rtol=1e-12)
 
 
-def test_sigma_catalogue_practical_warning():
-    """CATALOGUE Thm 5 warning: n = 1000, delta = 1e-5, eps = 1, G = 1, T = n^2, eta = n^-1.5 -> sigma ~ 99 / 163."""
+def test_sigma_errata_practical_warning():
+    """errata P0-E2 example: n = 1000, delta = 1e-5, eps = 1, G = 1, T = n^2, eta = n^-1.5 -> sigma ~ 99 / 163."""
     kw = dict(T=1000 ** 2, n=1000, eta=1000 ** -1.5, G=1.0, eps=1.0, delta=1e-5)
     assert math.sqrt(p0.thm4_sigma2_printed(**kw)) == pytest.approx(99, abs=1)
     assert math.sqrt(p0.thm4_sigma2_corrected(**kw)) == pytest.approx(163, abs=1)

@@ -92,7 +92,7 @@ def test_thm6a_array():
 def test_thm6a_constant():
     assert p1.thm6a_eta0_zero(dist_sq=2.0, G=1.5, eta=0.1, t=10) == approx(
         (2.0 + 1.5 ** 2 * (2 * 9 * 0.01 + 10 * 0.01)) / (2 * 10 * 0.1))
-    # eta_0 = eta: the catalogue's closed form ||w_0 - w||^2/(2 t eta) + 3 G^2 eta / 2
+    # eta_0 = eta: the closed form of errata P1-E3 ||w_0 - w||^2/(2 t eta) + 3 G^2 eta / 2
     assert p1.thm6a_eta0_eta1(dist_sq=2.0, G=1.5, eta=0.1, t=10) == approx(2.0 / (2 * 10 * 0.1) + 3 * 1.5 ** 2 * 0.1 / 2)
 
 

@@ -35,7 +35,7 @@ def test_lemma4_hand():
 def test_T1_and_eta_hand():
     assert int(p3.T1(L=1.0, alpha=0.5)) == 64          # ceil(16 * 1 / 0.25)
     assert int(p3.T1(L=0.1, alpha=1.0)) == 7           # max(ceil(0.16), 7)
-    assert int(p3.T1(L=4.0, alpha=1e-3)) == 256_000_000  # CATALOGUE P3-D: 2.56e8 >> n
+    assert int(p3.T1(L=4.0, alpha=1e-3)) == 256_000_000  # errata P3-D: 2.56e8 >> n
     assert close(p3.eta_t(t=10, alpha=0.5), (9 / 8) * 2 / (0.5 * 10))
     with pytest.raises(ValueError, match="t"):
         p3.eta_t(t=2, alpha=1.0)
@@ -54,7 +54,7 @@ def test_rho_solves_the_equation(eps, delta):
 
 
 def test_rho_exact_vs_approx_at_n40():
-    # CATALOGUE: n = 40, delta = 1/n, eps = 2.5 -> exact rho ~ 0.76 x approximation
+    # errata P3-E2: n = 40, delta = 1/n, eps = 2.5 -> exact rho ~ 0.76 x approximation
     lg = math.log(40.0)
     exact = (math.sqrt(lg + 2.5) - math.sqrt(lg)) ** 2
     approx = 2.5**2 / (4 * lg)

@@ -316,7 +316,7 @@ def test_sigma2_hand():
     want = 14 * G**2 * T * lam / (beta * n**2 * eps)
     assert close(th.get("P4.Thm2.sigma2")(beta=beta, eps=eps, delta=delta, n=n, T=T, G=G), want)
     assert close(th.get("P4.Thm5.sigma2")(beta=beta, eps=eps, delta=delta, n=n, T=T, G=G), 4 * want)
-    # CATALOGUE: eps = 0.5, beta = 2e-4 on the paper's grid gives sigma^2/G^2 ~ 196
+    # errata P4-A: eps = 0.5, beta = 2e-4 on the paper's grid gives sigma^2/G^2 ~ 196
     assert abs(want - 196) < 1
     with pytest.raises(ValueError, match="beta"):
         th.get("P4.Thm2.sigma2")(beta=1.0, eps=eps, delta=delta, n=n, T=T, G=G)

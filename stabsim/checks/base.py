@@ -25,7 +25,7 @@ check, and writes into ``study_dir``:
 ``analysis.json``   the rows of the table (read by ``stabsim.report``).
 
 Explanations: every verdict that is not "holds"/"consistent" carries one.  A check should
-attach its own (``res.add(v, explanation=...)``, e.g. "printed reading; CATALOGUE P1-E3 says
+attach its own (``res.add(v, explanation=...)``, e.g. "printed reading; errata P1-E3 says
 ..."); otherwise the verdict's own notes are used.  A check that raises gives one row with
 verdict "error" and the exception text, so a suite run never stops at an analysis failure.
 """
@@ -47,16 +47,16 @@ from typing import Callable
 import numpy as np
 import xarray as xr
 
-from ..verdicts import Verdict
+from ..verdicts import OK_VERDICTS, Verdict
 
 __all__ = ["CheckResult", "Check", "CHECKS", "register_check", "get_check", "analyse", "check_name",
            "load_results", "reproduce_command", "ANALYSIS_FILE", "SUMMARY_FILE", "FIGURE_DIR",
-           "sweep_slices", "constant_eta", "figure_name", "cell_setting"]
+           "sweep_slices", "constant_eta", "figure_name", "cell_setting", "check_kind", "CHECK_KINDS", "STAND_IN"]
 
 ANALYSIS_FILE = "analysis.json"
 SUMMARY_FILE = "summary.md"
 FIGURE_DIR = "figures"
-OK_VERDICTS = ("holds", "consistent")
+STAND_IN = "stand-in (no paper value)"
 
 
 @dataclass
@@ -68,6 +68,7 @@ class CheckResult:
     explanations  verdict index -> text (required in effect for failed verdicts; see ``add``).
     links         verdict index -> figure file name shown next to that verdict.
     labels        verdict index -> a short label for the row (e.g. "n=100", "eta0 = 0 reading").
+    data          verdict index -> "synthetic" (default), "real" or "stand-in".
     measured      measured constants the check used (EXPLICIT-DD inputs, certificates, ...).
     notes         study-level remarks (printed under the table).
     """
@@ -77,13 +78,29 @@ class CheckResult:
     explanations: dict = field(default_factory=dict)
     links: dict = field(default_factory=dict)
     labels: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
     measured: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
 
     def add(self, verdict: Verdict, *, figure: str | None = None, explanation: str | None = None,
-            label: str | None = None) -> Verdict:
+            label: str | None = None, data: str = "synthetic", stand_in_for: str | None = None) -> Verdict:
+        """Append a verdict row.
+
+        ``data``: what the row was measured on: "synthetic", "real" (the paper's own data set) or
+        "stand-in".  ``stand_in_for``: the paper's data set that a stand-in replaces; a row
+        compared with a number the paper reported on *other* data gets the verdict
+        "stand-in (no paper value)" (its rule verdict stays in the notes) and is left out of
+        the headline counts.
+        """
+        if data not in ("synthetic", "real", "stand-in"):
+            raise ValueError(f"data={data!r} is not allowed: use 'synthetic', 'real' or 'stand-in'")
+        if stand_in_for:
+            data = "stand-in"
+            verdict = verdict.relabel(STAND_IN, note=f"stand-in data set for the paper's {stand_in_for}: "
+                                                     f"the paper's number is context, not a reference value")
         i = len(self.verdicts)
         self.verdicts.append(verdict)
+        self.data[i] = data
         if figure:
             self.links[i] = figure
         if explanation:
@@ -219,11 +236,36 @@ def _theorem(key: str) -> str:
     return f"{b.paper} {b.ref}"
 
 
+#: kinds of check, counted separately in the report (a theorem bound is not a reproduction).
+CHECK_KINDS = ("bound", "rate", "privacy", "condition", "reproduction", "identity", "other")
+_REPRO_TAGS = ("REPRO", "EXPERIMENT", "QUALITATIVE", "CLAIM")
+
+
+def check_kind(v: Verdict) -> str:
+    """The kind of check a verdict is: bound, rate, privacy (calibration), condition (a theorem's
+    assumption), reproduction (a paper's experiment or claim), identity (formula = calibration:
+    a self-consistency test, not a finding) or other."""
+    if v.tag == "IDENTITY":
+        return "identity"
+    if v.slope is not None or v.tag == "RATE":
+        return "rate"
+    if v.tag in ("EXPLICIT", "EXPLICIT-DD"):
+        return "bound"
+    if v.tag == "CONDITION":
+        q = v.quantity.lower()
+        return "privacy" if any(w in q for w in ("privacy", "sigma", "rho", "eps", "noise", "delta")) else "condition"
+    if v.tag in _REPRO_TAGS:
+        return "reproduction"
+    return "other"
+
+
 def _row(res: CheckResult, i: int, figure_prefix: str = FIGURE_DIR + "/") -> dict:
     v = res.verdicts[i]
     r = v.to_row()
     if v.slope is not None:
         value = f"slope {_g(v.slope)} {r['slope_ci']} vs {_g(v.exponent)}"
+        if v.local_slope is not None:
+            value += f"; last decade {_g(v.local_slope)} {r['local_slope_ci']}"
     elif v.worst_margin is not None:
         at = f" at {r['worst_at']}" if r["worst_at"] else ""
         value = f"margin {_g(v.worst_margin)}{at}"
@@ -233,12 +275,18 @@ def _row(res: CheckResult, i: int, figure_prefix: str = FIGURE_DIR + "/") -> dic
     if np.isfinite(v.tightness_min):
         tight = f"{_g(v.tightness_min, 2)}-{_g(v.tightness_max, 2)}"
     return {"theorem": _theorem(v.key), "key": v.key, "label": res.labels.get(i, ""), "quantity": v.quantity,
-            "tag": v.tag, "verdict": v.verdict, "value": value, "tightness": tight,
+            "tag": v.tag, "check_kind": check_kind(v), "verdict": v.verdict, "qualifier": v.qualifier,
+            "verdict_label": v.label, "value": value, "tightness": tight,
             "figure": (figure_prefix + res.links[i]) if i in res.links else "",
             "explanation": res.explanation(i), "notes": r["notes"], "n_replicates": v.n_replicates,
-            "worst_margin": _num(v.worst_margin), "slope": _num(v.slope), "slope_ci": r["slope_ci"],
-            "exponent": _num(v.exponent), "tightness_min": _num(v.tightness_min),
-            "tightness_max": _num(v.tightness_max)}
+            "confidence": _num(v.level), "worst_margin": _num(v.worst_margin), "worst_at": r["worst_at"],
+            "n_significant": v.n_significant, "multiplicity": v.multiplicity,
+            "slope": _num(v.slope), "slope_ci": r["slope_ci"], "slope_lower": _num(v.slope_lower),
+            "slope_upper": _num(v.slope_upper), "exponent": _num(v.exponent), "log_factors": v.log_factors,
+            "local_slope": _num(v.local_slope), "local_slope_lower": _num(v.local_lower),
+            "local_slope_upper": _num(v.local_upper),
+            "tightness_min": _num(v.tightness_min), "tightness_max": _num(v.tightness_max),
+            "vacuous": v.vacuous, "data": res.data.get(i, "synthetic")}
 
 
 def _num(x):
@@ -291,6 +339,7 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
     rows = [_row(res, i) for i in range(len(res.verdicts))]
     if error:
         rows.append({"theorem": "", "key": name or "", "label": "", "quantity": "", "tag": "", "verdict": "error",
+                     "check_kind": "other", "verdict_label": "error", "qualifier": "",
                      "value": "", "tightness": "", "figure": "", "explanation": error})
     prev = {}
     if (study_dir / ANALYSIS_FILE).is_file():
@@ -323,12 +372,13 @@ def _jsonable(v):
 
 
 COLUMNS = [("theorem", "theorem"), ("key", "key"), ("case", "label"), ("quantity", "quantity"), ("tag", "tag"),
-           ("verdict", "verdict"), ("worst margin / slope (CI)", "value"), ("tightness", "tightness"),
+           ("verdict", "verdict_label"), ("vacuous", "vacuous_text"), ("worst margin / slope (CI)", "value"), ("tightness", "tightness"),
            ("figure", "figure"), ("explanation", "explanation")]
 
 
 def _summary_md(rec: dict, ds, manifest) -> str:
-    rows = [dict(r, figure=f"[{Path(r['figure']).name}]({r['figure']})" if r.get("figure") else "")
+    rows = [dict(r, figure=f"[{Path(r['figure']).name}]({r['figure']})" if r.get("figure") else "",
+                 vacuous_text="vacuous" if r.get("vacuous") else "")
             for r in rec["rows"]]
     rs = rec.get("run_seconds")
     lines = [f"# {rec['study_id']}", "", rec["description"] or "", "",

@@ -101,7 +101,7 @@ def _overlay(res, name, measure, bounds, verdicts, params, extra=""):
     return res.figure(name, fig)
 
 
-_E4 = ("CATALOGUE P0-E4: with x = T/n and y = ln(1/gamma), the printed constant 3 needs "
+_E4 = ("errata P0-E4: with x = T/n and y = ln(1/gamma), the printed constant 3 needs "
        "(x + y + sqrt(xy))^2 <= 3 x^2 y^2, which can fail near T = n (e.g. T = n, gamma = e^-3); "
        "the printed Chernoff step also has sqrt(mu a) instead of sqrt(2 mu a)")
 

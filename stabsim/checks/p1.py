@@ -269,7 +269,7 @@ def check_opt(spec, ds) -> CheckResult:
         for v in verdicts:
             expl = None
             if not v.ok:
-                expl = ("eta_0 = 0 reading (CATALOGUE P1-E3); " if "zero" in v.key else "eta_0 = eta_1 reading; ") \
+                expl = ("eta_0 = 0 reading (errata P1-E3); " if "zero" in v.key else "eta_0 = eta_1 reading; ") \
                     + "measured optimization error above Eq. (5): " + "; ".join(v.notes)
             res.add(v, figure=fig, label=label or None, explanation=expl)
         sfx = f" ({label})" if label else ""
@@ -314,7 +314,7 @@ def check_opt_hp(spec, ds) -> CheckResult:
             b = get(key)(dist_sq=dist_sq, G=c["G"], B=B, delta=delta, eta=eta, t=t)
             v = check_bound(measure, b, "EXPLICIT", key=key,
                             notes=[f"delta = {delta}", f"B = 1 + sup|margin| = {B:.4g}", f"G = {c['G']:.4g}",
-                                   "distance ||w_0 - w_S||^2 (CATALOGUE P1-E4)", f"ERM certificate {cert:.2g} added"])
+                                   "distance ||w_0 - w_S||^2 (errata P1-E4)", f"ERM certificate {cert:.2g} added"])
             bounds.append((key, b)); verdicts.append(v)
         fig = _overlay(res, "P1.Thm7a", measure, bounds, verdicts, label, params, extra=f"delta={delta}")
         for v in verdicts:

@@ -1,7 +1,7 @@
 """P1 (Yang et al. 2021): the rate and non-convex studies -- Theorems 1, 2, 3 (excess-risk rates
 with T, eta chosen as functions of n), 5 (generalization, via ``p1_gen``), 6(b)/7(b)
 (strongly convex rates), 8 (gradient norm), 9 (PL), 10 (Alg. 3, DP), Lemma 1 and Remark 7.
-CATALOGUE section "P1" (typos P1-E1 ... P1-E9).
+Errata: docs/errata.md (ids P1-E1 ... P1-E9).
 
 Kinds
 -----
@@ -45,7 +45,7 @@ Checks
 ``p1_lem1``         Lemma 1 with eps_stab = G x (measured UAS) and with G x (Thm 5 UAS bound).
 ``p1_buffer``       Remark 7: opt-error slope in the horizon T per buffer size s and in s at the
                     largest T (kind ``p1_horizon``).
-Remarks 8/9 (rates of other algorithms, "comparison curves only" in the CATALOGUE) are drawn in the
+Remarks 8/9 (rates of other algorithms, "comparison curves only") are drawn in the
 Thm 10 figures without a verdict.
 """
 
@@ -84,8 +84,8 @@ from ..verdicts import (
     Verdict,
     check_bound,
     check_rate,
+    rate_class,
     rate_exponent,
-    rate_rule,
 )
 from .base import CheckResult, figure_name, register_check, sweep_slices
 
@@ -140,7 +140,7 @@ def pl_constant(X, y, loss) -> float:
     """The PL constant of F_S for a quadratic loss: the smallest eigenvalue of its (constant)
     Hessian, obtained exactly from gradient differences H e_k = grad(e_k) - grad(0).
     (For a convex quadratic, 2 mu (F_S(w) - min F_S) <= ||grad F_S(w)||^2 holds with mu =
-    lambda_min(H) when H is positive definite, CATALOGUE P1 (A4).)"""
+    lambda_min(H) when H is positive definite, P1's assumption (A4).)"""
     from ..losses import SQUARED, get_loss
     from ..risk import empirical_grad
 
@@ -655,7 +655,7 @@ _SC_ETA_WEIGHTED = ("reading 'eta-weighted output' (Alg. 1's output; Thm 6 does 
                     "2/(alpha(j+1)) this average gives w_{-1} = w_0 the weight eta_1/sum_j eta_j ~ 1/log t, so "
                     "heuristically F_S(w_bar_t) - F_S(w_S) >= (alpha/2)||w_bar_t - w_S||^2 decays like 1/log^2 t, "
                     "not 1/t: the O(1/t) claim needs the t-weighted average of Thm 7(b) (checked in the "
-                    "output=t_weighted_lag2 row, the likely intended reading). ")
+                    "output=t_weighted_lag2 row, the likely intended reading; errata P1-F1). ")
 
 
 def _sc_row(res, spec, key, label, params, gap, t, c, alpha, delta, notes, output):
@@ -669,7 +669,8 @@ def _sc_row(res, spec, key, label, params, gap, t, c, alpha, delta, notes, outpu
     else:
         fit, q = _quantile_fit(t, gap.values, 1 - delta, 0.95, 2000, spec.seed)
         expo = rate_exponent(key, "t")
-        ok, matched = rate_rule(fit, expo, "upper", 0.0)
+        verdict, qual = rate_class(fit, expo, "upper", 0.0)   # no last-decade fit here: the global class
+        matched = fit.lower <= expo <= fit.upper
         bound = get(key)(t=t, G=c["G"], alpha=alpha, delta=delta)
         ratio = q / bound
         R = gap.sizes[REPLICATE]
@@ -680,7 +681,7 @@ def _sc_row(res, spec, key, label, params, gap, t, c, alpha, delta, notes, outpu
                              coords={"t": t})
         measure.attrs.update(quantity="opt_error_quantile", n_replicates=R, level=0.95)
         v = Verdict(key=key, quantity="opt_error_quantile", tag="RATE",
-                    verdict="consistent" if ok else "inconsistent", n_replicates=R, level=0.95,
+                    verdict=verdict, qualifier=qual, n_replicates=R, level=0.95,
                     slope=fit.slope, slope_lower=fit.lower, slope_upper=fit.upper, exponent=expo, tol=0.0,
                     kind="upper", rate_matched=matched, tightness_min=float(ratio.min()),
                     tightness_max=float(ratio.max()),
@@ -691,7 +692,7 @@ def _sc_row(res, spec, key, label, params, gap, t, c, alpha, delta, notes, outpu
     expl = None
     if not v.ok:
         expl = (_SC_ETA_WEIGHTED if output == "eta_weighted_lag2" else "") + \
-            "the optimization error decays more slowly than 1/t here: " + "; ".join(v.notes)
+            f"the optimization error does not decay like 1/t here ({v.label}): " + "; ".join(v.notes)
     res.add(v, figure=fig, label=label or None, explanation=expl)
 
 
@@ -794,7 +795,7 @@ def check_dp(spec, ds) -> CheckResult:
                        key="P1.Thm10.rate", quantity="excess_risk", bound_values=bound, seed=spec.seed,
                        notes=[f"step reading: {reading}", f"eps = {pr['eps']:g}, delta = {pr['delta']:g}",
                               f"eta(n) = {', '.join(f'{e:.3g}' for e in eta)}", f"G = {c['G']:.4g}, D = {D:g}"])
-        # Remarks 8/9: rates quoted for other algorithms (CATALOGUE: "for comparison curves only") -- drawn, not checked
+        # Remarks 8/9: rates quoted for other algorithms (for comparison curves only) -- drawn, not checked
         extra = [(f"{k} (comparison, other algorithm; not checked)",
                   get(k)(n=n, d=params["data"]["d"], eps=pr["eps"], delta=pr["delta"]))
                  for k in ("P1.Rem8.huai", "P1.Rem8.xue", "P1.Rem9.alg5", "P1.Rem9.p0") if k in keys]
@@ -836,7 +837,7 @@ def check_dp(spec, ds) -> CheckResult:
                      "sqrt(d) log^{3/2}(1/delta)/(eps n) (slope -1 before that); 'upper' rule against -1/2.")
     if any(k.startswith(("P1.Rem8", "P1.Rem9")) for k in keys):
         res.notes.append("Remarks 8/9 (Huai et al., Xue et al., Alg. 5 of App. F, P0 [43]) are rates of other "
-                         "algorithms quoted for comparison (CATALOGUE: comparison curves only): they are drawn in the "
+                         "algorithms quoted for comparison (comparison curves only): they are drawn in the "
                          "figures with constant 1 and get no verdict (Xue et al. and Alg. 5 are not implemented; "
                          "P0 Alg. 2 and P3's algorithms are checked by the P0/P3 studies).")
     res.notes.append("CONDITION rows: the registry's step-size formula (printed / corrected reading) is "
@@ -984,6 +985,30 @@ def horizon_cell(spec, cell, replicates) -> xr.Dataset:
     return out
 
 
+def local_slopes(t, mean) -> list[tuple[float, float, float]]:
+    """(T_j, T_{j+1}, log-log slope of the mean between them) for consecutive horizons."""
+    t, mean = np.asarray(t, float), np.asarray(mean, float)
+    return [(float(t[j]), float(t[j + 1]), float(math.log(mean[j + 1] / mean[j]) / math.log(t[j + 1] / t[j])))
+            for j in range(len(t) - 1) if mean[j] > 0 and mean[j + 1] > 0]
+
+
+def _buffer_explanation(v, local) -> str:
+    """Remark 7's T-slope row, told from the measured local slopes (no constants from side runs)."""
+    txt = ("measured local slopes of the mean between consecutive T: "
+           + ", ".join(f"{a:.0f}->{b:.0f}: {x:.2f}" for a, b, x in local))
+    if local:
+        a, b, x = max(local, key=lambda z: z[2])
+        txt += f" (flattest {x:.2f} at {a:.0f}->{b:.0f})"
+    if v.local_slope is not None:
+        hit = v.local_lower <= v.exponent <= v.local_upper
+        txt += (f"; last decade (T >= {v.details.local_from:.0f}): slope {v.local_slope:.3g} "
+                f"[{v.local_lower:.3g}, {v.local_upper:.3g}], which "
+                + (("contains -1/2 and excludes 0: the error decays again after the plateau, at a rate compatible "
+                    "with -1/2" if v.local_upper < 0 else "contains -1/2 but also 0: too few horizons in the last "
+                    "decade to tell") if hit else "does not contain -1/2"))
+    return txt + ". The error stays far below the explicit bound; "
+
+
 @register_check("p1_buffer", description="P1 Remark 7: optimization error of the buffer-s update: slope in t vs -1/2 "
                                          "per s, slope in s vs +1/2 at the last t")
 def check_buffer(spec, ds) -> CheckResult:
@@ -1023,9 +1048,11 @@ def check_buffer(spec, ds) -> CheckResult:
                        f"-1/2, {'holds' if worst < 1 else 'is exceeded'} at every T (max CI-upper/bound "
                        f"{worst:.2g}): ")
             res.measured["max (CI upper)/Eq. (5) at s = 1"] = worst
+        local = local_slopes(t, gap.values.mean(axis=0))
+        res.measured[f"local T-slopes at s = {s} (T_j -> T_j+1)"] = {f"{int(a_)}->{int(b_)}": round(x_, 3)
+                                                                    for a_, b_, x_ in local}
         res.add(v, figure=fig, label=(label or "") + " (slope in t)",
-                explanation=None if v.ok else support + "the optimization error decays more slowly than "
-                "1/sqrt(T) on this range, far below the explicit bound (pre-asymptotic); " + "; ".join(v.notes))
+                explanation=None if v.ok else support + _buffer_explanation(v, local) + "; ".join(v.notes))
     per_s.sort(key=lambda z: z[0])
     svals = np.array([z[0] for z in per_s], dtype=float)
     Y = np.stack([z[1] for z in per_s], axis=1)

@@ -527,7 +527,7 @@ def check_excess(spec, ds) -> CheckResult:
     res.notes.append("excess risk: L_test(theta_T) - min L_test on a fresh test sample per replicate (U-statistic over "
                      "all ordered pairs; certified ERM); its expectation is >= L_P(theta_T) - min L_P (conservative).")
     res.notes.append("G, L: per-pair constants of the loss for ||x|| <= kappa (|phi'| <= 1, phi'' <= 1/4), not the "
-                     "printed Lemma 2/3 values (CATALOGUE P2-E3); eta = 1/L; Alg. 1 unprojected (P2-E2).")
+                     "printed Lemma 2/3 values (errata P2-E3); eta = 1/L; Alg. 1 unprojected (P2-E2).")
     res.notes.append("RATE rows: the O(.) curve is drawn with constant 1; only the slope in n is tested (upper rule, "
                      "paired bootstrap over replicates: replicate r's data set, test sample and noise at every n are functions "
                      "of r alone, so whole rows are resampled).")
@@ -619,5 +619,5 @@ def check_thm1(spec, ds) -> CheckResult:
         res.measured[f"eps zCDP cross-check{sfx}"] = [float(x) for x in sub["eps_zcdp"].isel({REPLICATE: 0}).values]
         res.measured[f"sigma_needed_pld / printed{sfx}"] = [float(x) for x in (need.values / printed)]
     res.notes.append("P2's DP relation is replacement (databases differing in one entry); sensitivity of the averaged "
-                     "all-pairs gradient 4G/n; full batch, so no subsampling amplification (q = 1, CATALOGUE P2-E4).")
+                     "all-pairs gradient 4G/n; full batch, so no subsampling amplification (q = 1, errata P2-E4).")
     return res

@@ -194,6 +194,23 @@ def _overlay(res, name, measure, bounds, verdicts, params, extra="", x=None):
     return res.figure(name, fig)
 
 
+def _rate_figure(res, key, n, exc, verdict, params, label="", kappa=None, floor=None) -> str:
+    """Log-log figure of a P4 rate verdict: the replicate mean of the excess risk with its 95% CI
+    against n, the fitted slope line and the theorem's exponent (``plot_rate_fit``); ``floor``:
+    optional level drawn as a dashed "eta sigma^2 d floor" line.  Returns the registered file name."""
+    from ..plots import default_title, plot_rate_fit
+    from ..theory import get
+
+    tpn = params["risk"]["T_per_n"]
+    extra = ", ".join(x for x in (f"kappa={kappa:g}" if kappa is not None else "", label,
+                                  f"eta per schedule {params['risk']['schedule']}",
+                                  f"T = {tpn:g} n" if tpn > 0 else "") if x)
+    fig = plot_rate_fit(n, verdict.details, verdict, y_reps=exc, floor=floor, quantity="excess_risk", xname="n",
+                        title=default_title(get(key), "excess_risk", f"{params['algorithm']['loss']}, "
+                                                                     f"{params['data']['problem']}, {extra}"))
+    return res.figure(figure_name(key, label), fig)
+
+
 # ---- Lemma 14(a) / 19(a): on-average stability -------------------------------------------------
 
 _ONAVG_KEYS = {"P4.Lemma14a.onavg": False, "P4.Lemma19a.onavg": True}  # key -> pairwise
@@ -266,6 +283,7 @@ def check_opt(spec, ds) -> CheckResult:
 
     res = CheckResult()
     key = "P4.Thm16a.opt"
+    fig_name, rows = figure_name(key), []
     for label, params, sub in sweep_slices(spec, ds):
         c = _constants(params)
         eta = float(sub["eta_eff"].values.max())
@@ -282,15 +300,98 @@ def check_opt(spec, ds) -> CheckResult:
         v = check_bound(m, np.atleast_1d(b), "EXPLICIT", key=key,
                         notes=[f"T = {T}, eta = {eta:g}, sigma = {sigma:.4g}, d = {pb.d}, ||w*||^2 = {w2:.4g}, "
                                f"F(w*) = {Fstar:.4g}, L = {c['L']:g}"])
-        res.add(v, label=label or None,
+        res.add(v, label=label or None, figure=fig_name,
                 explanation=None if v.ok else "E[F_S(w_priv)] - F_S(w*) above Thm 16(a)/(T eta): " + "; ".join(v.notes))
+        rows.append((label or "all", float(m["estimate"].values[0]), float(m["lower"].values[0]),
+                     float(m["upper"].values[0]), float(np.atleast_1d(b)[0]), v))
         sfx = f" ({label})" if label else ""
         res.measured["opt error (mean)" + sfx] = float(m["estimate"].values[0])
         res.measured["bound" + sfx] = float(np.atleast_1d(b)[0])
+    if rows:
+        from ..plots import plot_bound_points
+
+        a, d = spec.sections["algorithm"], spec.sections["data"]
+        res.figure(fig_name, plot_bound_points(
+            rows, ylabel="E[F_S(w_priv)] − F_S(w*) at T",
+            title=f"P4 Theorem 16(a): optimization error vs the bound / (T eta), one column per cell "
+                  f"({a['name']}, {a['loss']}, {d['problem']}, n={d['n']}, T={a['T']}, eta={a['eta']})"))
     res.notes.append("Thm 16(a) bounds sum_j eta_j E[F_S(w_j) - F_S(w*)]; divided by T eta it bounds "
                      "E[F_S(w_priv)] - E[F_S(w*)] by Jensen (constant eta).  w* = P4's w* (p4_lsq); measured per "
                      "replicate as F_S(w_priv) - F_S(w*) on the same S, so E[F_S(w*)] = F(w*) is not needed.")
     return res
+
+
+# ---- P4-F1: the constant-step privacy-noise floor of Thm 3(b) / 6(b) ---------------------------------
+
+#: P4 Thm 2 / Thm 5: the calibration is (eps, delta)-DP only if sigma^2 >= 2.68 G^2 (for every admissible beta).
+SIGMA2_MIN_OVER_G2 = 2.68
+FLOOR_QUALIFIER = "floor (P4-F1)"
+FLOOR_KEYS = ("P4.Thm3b.excess", "P4.Thm6b.excess")
+ERRATUM_F1 = ("errata P4-F1 (P4: constant-step floor eta sigma^2 d of Thm 3(b)/6(b) vs sigma^2 >= 2.68 G^2 of "
+              "Thm 2/5)")
+
+
+def constant_step_floor(n, mean, eta, sigma, d: int, G: float, verdict) -> dict:
+    """The P4-F1 floor of a Thm 3(b)/6(b) rate row and whether the measured curve flattens at it.
+
+    ``n``, ``mean``, ``eta``, ``sigma``: the sweep, the replicate-mean excess risk and the cell's step and noise
+    at each n; ``verdict``: the row's ``check_rate`` Verdict.  The bound's optimization term sum_j eta^2 sigma^2 d /
+    (T eta) leaves eta sigma_n^2 d (``floor``), and Thm 2/5's sigma^2 >= 2.68 G^2 bounds it below by the
+    n-independent ``floor_min`` = 2.68 eta G^2 d (a constant when eta is).  The rule (fixed before the run):
+    the row *flattens at the floor* iff (1) the cell is private and its step is constant over the sweep (the premise
+    of P4-F1), (2) the rule verdict is not a success (the claimed decay is not seen), (3) the measure does not fall
+    relative to the floor term: the lower end of its slope CI is >= the log-log slope of eta sigma_n^2 d over the
+    sweep (measure / floor is not decreasing), and (4) the measure lies below the floor term at every n (the floor
+    is what the bound keeps; a measure above it would be flat for another reason)."""
+    n, mean = np.asarray(n, float), np.asarray(mean, float)
+    eta = np.broadcast_to(np.asarray(eta, float), n.shape)
+    sigma = np.broadcast_to(np.asarray(sigma, float), n.shape)
+    floor = eta * sigma ** 2 * d
+    out = {"floor": floor, "floor_min": SIGMA2_MIN_OVER_G2 * float(eta.min()) * G ** 2 * d,
+           "floor_slope": math.nan, "flattens": False, "why": ""}
+    private = bool(np.all(sigma > 0))
+    const = bool(eta.max() <= eta.min() * (1 + 1e-9))
+    if not (private and const):
+        out["why"] = "non-private cell" if not private else "the step is not constant over the sweep"
+        return out
+    out["floor_slope"] = fs = float(np.polyfit(np.log(n), np.log(floor), 1)[0])
+    below = bool(np.all(mean <= floor))
+    flat = verdict.slope_lower is not None and verdict.slope_lower >= fs
+    out["flattens"] = (not verdict.ok) and flat and below
+    out["why"] = (f"measured slope {verdict.slope:.3g} [{verdict.slope_lower:.3g}, {verdict.slope_upper:.3g}] vs the "
+                  f"floor term's slope {fs:.3g} ({'not decaying faster' if flat else 'decays faster'}); measured/floor "
+                  f"= {float((mean / floor).min()):.2g}..{float((mean / floor).max()):.2g} "
+                  f"({'below it at every n' if below else 'above it somewhere'})")
+    return out
+
+
+def floor_row(v, n, mean, eta, sigma, d: int, G: float, key: str):
+    """(verdict, explanation or None, floor info or None) of a Thm 3(b)/6(b) rate row by the rule of
+    ``constant_step_floor``: relabelled "inconclusive (floor (P4-F1))" when the curve flattens at the floor."""
+    if key not in FLOOR_KEYS:
+        return v, None, None
+    fl = constant_step_floor(n, mean, eta, sigma, d, G, v)
+    if not fl["flattens"]:
+        return v, None, fl
+    eta0 = float(np.asarray(eta, float).ravel()[0])
+    text = (f"floor, not a rate: with the constant step eta = {eta0:.4g} the bound keeps the term eta sigma^2 d = "
+            f"{fl['floor'][0]:.3g}..{fl['floor'][-1]:.3g} over n = {int(n[0])}..{int(n[-1])} (sigma = "
+            f"{float(np.min(sigma)):.3g}..{float(np.max(sigma)):.3g}, d = {d}), and Thm 2/5 force sigma^2 >= 2.68 G^2, "
+            f"so it never falls below 2.68 eta G^2 d = {fl['floor_min']:.3g} (G = {G:.4g}, the horizontal line), "
+            "whatever n: Thm 3(b)/6(b)'s 1/n rate (which takes sigma^2 ~ T log(1/delta)/(n eps)^2 -> 0) contradicts "
+            "the same paper's privacy theorems -- an inconsistency between the paper's theorems, not a "
+            f"pre-asymptotic effect ({ERRATUM_F1}).  Measured: the curve flattens ({fl['why']}); the floor is a term "
+            "of the upper bound and the projected iterates sit below it (the loss is capped on W), flat like it; "
+            "the rate claim cannot be tested as stated")
+    return v.relabel("inconclusive", FLOOR_QUALIFIER, note=f"P4-F1 floor: {fl['why']}"), text, fl
+
+
+def _per_n(da, n) -> np.ndarray:
+    """A per-cell parameter (sigma_eff, eta_eff) as one value per swept n (its max over other dims)."""
+    if "n" in da.dims:
+        other = [d for d in da.dims if d != "n"]
+        return np.asarray(da.transpose("n", *other).values, float).reshape(len(n), -1).max(axis=1)
+    return np.full(len(n), float(np.asarray(da.values, float).max()))
 
 
 # ---- Thm 3: rates in n -------------------------------------------------------------------------------
@@ -322,17 +423,24 @@ def check_rates(spec, ds) -> CheckResult:
                               f"T = T_eff in {np.unique(sub['T_eff'].values).tolist()}, eta = eta_eff in "
                               f"{np.round(np.unique(sub['eta_eff'].values), 4).tolist()} (schedule {params['risk']['schedule']})",
                               f"sigma: {'calibrated at eps = ' + str(params['risk']['eps']) if params['risk']['eps'] > 0 else params['algorithm']['sigma']}"])
-        expl = None
-        if not v.ok:
-            expl = ("the excess risk decays more slowly than n^" + f"{expo:g} on this range: " + "; ".join(v.notes))
-            sig = np.atleast_1d(sub["sigma_eff"].values)
-            if np.nanmax(sig) > 0:
-                expl += (f". Pre-asymptotic: the Thm 2 noise is sigma = {np.nanmin(sig):.3g}..{np.nanmax(sig):.3g} "
-                         "(sigma^2 falls only slowly with n because the beta search shrinks beta), so the projected "
-                         "noisy iterates sit at a noise floor; the sqrt(d log(1/delta))/(n eps) regime needs much larger n")
+        sig_n = _per_n(sub["sigma_eff"], n)
+        v, expl, fl = floor_row(v, n, np.nanmean(exc, axis=0), _per_n(sub["eta_eff"], n), sig_n, pb.d, c["G"], key)
+        if expl is not None:
+            expl += "; " + "; ".join(v.notes)
+        elif not v.ok:
+            expl = (f"the excess risk does not decay like n^{expo:g} on this range ({v.label}): " + "; ".join(v.notes))
+            if np.nanmax(sig_n) > 0:
+                expl += (f". The Thm 2 noise is sigma = {np.nanmin(sig_n):.3g}..{np.nanmax(sig_n):.3g} (sigma^2 >= "
+                         "2.68 G^2 for every beta), so the projected noisy iterates sit at a noise floor"
+                         + (f"; the P4-F1 floor rule does not apply: {fl['why']}" if fl is not None else ""))
         elif not v.rate_matched:
             expl = "consistent (decays at least as fast as the theorem says) but the exponent itself is not attained"
-        res.add(v, label=label or None, explanation=expl)
+        flat = fl is not None and bool(np.isfinite(fl["floor_slope"]))
+        fig = _rate_figure(res, key, n, exc, v, params, label, kappa_noise, floor=fl["floor_min"] if flat else None)
+        if flat:
+            res.measured["eta sigma^2 d per n, 2.68 eta G^2 d (P4-F1)" + (f" ({label})" if label else "")] = \
+                [np.round(fl["floor"], 4).tolist(), round(fl["floor_min"], 4)]
+        res.add(v, figure=fig, label=label or None, explanation=expl)
         sfx = f" ({label})" if label else ""
         res.measured["excess risk per n" + sfx] = np.nanmean(exc, axis=0).tolist()
         res.measured["sigma per n" + sfx] = np.atleast_1d(sub["sigma_eff"].values).tolist()

@@ -13,11 +13,11 @@ Kind ``p4_figure``
 Check ``p4_figures``
     Reproduces the figure (mean test metric vs eps per label-noise level kappa, 95% CIs, the non-private
     level as a dashed line) and gives qualitative verdict rows (tag EXPERIMENT) for the paper's claims
-    (catalogue P4 D): (1) for each kappa the error falls as eps grows, toward the non-private level;
+    (errata P4-D): (1) for each kappa the error falls as eps grows, toward the non-private level;
     (2) for the same eps, the low-noise design (kappa = 0) has the smaller error.  These are
     comparisons with the paper's description, not theorem checks; the paper gives no numbers.
 
-Choices where the paper is silent (catalogue P4 D): x uniform on the unit sphere; least squares
+Choices where the paper is silent (errata P4-D): x uniform on the unit sphere; least squares
 f = (w.x - y)^2/2 on the l2 ball of radius 1 (G = 2, needed for sigma); logistic unconstrained
 (G = sup||x|| = 1); labels of the logistic design y = sign(w*.x + gamma), gamma ~ N(0, kappa^2).
 """
@@ -178,7 +178,7 @@ def check_figures(spec, ds) -> CheckResult:
                          "moves the iterate by eta sigma sqrt(T d) >> the radius of W, so w_priv is an average of "
                          "nearly random points of W; more noise averages out to a shorter w_priv (closer to 0, error ~ "
                          "E y^2), less noise leaves a longer random w_priv, so the error grows with eps on this range.  "
-                         "The paper does not give W, G or the loss scaling (catalogue P4 D), and its curves cannot be "
+                         "The paper does not give W, G or the loss scaling (errata P4-D), and its curves cannot be "
                          "matched without them")
         res.add(_exp_verdict(key, ok, notes, sub.sizes[REPLICATE]), label=f"error falls with eps, kappa = {k:g}",
                 explanation=expl)
@@ -221,6 +221,6 @@ def check_figures(spec, ds) -> CheckResult:
     res.notes.append("Qualitative comparison with P4 Sec. 5 (the paper prints no numbers): tag EXPERIMENT, verdict "
                      "consistent/inconsistent with the described trend.  One fresh data set per replicate; the test "
                      "sample is shared by all replicates and cells of one kappa.  beta grid step 1e-4 from 1e-4 (ours; "
-                     "the chosen sigma^2 depends on it, catalogue P4 A): e.g. for n = 5000, T = 1000 the grid gives a larger "
+                     "the chosen sigma^2 depends on it, errata P4-A): e.g. for n = 5000, T = 1000 the grid gives a larger "
                      "sigma^2 at eps = 4 (beta on the grid) than at eps = 3, which shows as a bump at eps = 3.5-4.")
     return res

@@ -3,7 +3,7 @@
 P2 Algorithm 1 (Kang, Liu, Li, Wang; full-batch gradient perturbation) steps along the
 gradient of the empirical pairwise risk over all ordered pairs i != j,
 
-    F_S(w) = 1/(n(n-1)) sum_{i != j} f(w; z_i, z_j)     (P2's L(theta; D), Alg. 1; CATALOGUE P2 A)
+    F_S(w) = 1/(n(n-1)) sum_{i != j} f(w; z_i, z_j)     (P2's L(theta; D), Alg. 1; errata P2-A)
 
 which the twin kernel's FULL_BATCH branch (``stabsim.kernels.twin._grad``) evaluates as a
 double loop: O(n^2 d) per step.  For the linear forms of ``stabsim.losses`` the margin of a

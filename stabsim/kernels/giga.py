@@ -14,7 +14,7 @@ position t-1 holds the data index of z_t), run on S and on its neighbour S' in l
   the convex ones; its gradient alpha (w - c) is the same for every pair).
 * ``online`` (Algs 1/2): every t > T_1 releases Pi_C(w_t + n_t), n_t ~ N(0, sigma_t^2 I),
   sigma_t = ``sig_coef`` / t; releases t <= T_1 are the random points themselves.  The
-  internal state stays the noise-free w_t (CATALOGUE P3 A, "state ambiguity").  Final
+  internal state stays the noise-free w_t (errata P3-A, "state ambiguity").  Final
   output: the online-to-batch average of the released w_1..w_{n-1} (P3 Thm 4).
 * offline (Algs 3/4): w~ = (w_1 + ... + w_n)/n (burn-in points included), final output
   Pi_C(w~ + sigma_off u), u ~ N(0, I).

@@ -9,7 +9,7 @@ couples D with a replace-one neighbour, so this small kernel runs, per replicate
     b_t ~ N(0, sigma^2 I_p),  theta_0 = 0,  output theta_T (last iterate, no projection; P2-E2)
 
 for D' = D (m = n) and for D' = D^{-i} (m = n - 1) for each i in ``removes[r]``, every run
-with the SAME noise sequence b_1..b_T (coupling, CATALOGUE section 0).  The noise of step t
+with the SAME noise sequence b_1..b_T (coupling, docs/errata.md, Conventions).  The noise of step t
 (1-based) is ``sigma * normal(stream_key(seed, rep, STREAM_NOISE), t * p + c)``, exactly the
 numbers ``run_twin(algorithm="p2_alg1", sigma=...)`` uses, so the run on D reproduces
 ``run_twin``'s run on S bit for bit up to the summation order of the pair gradients.

@@ -2,7 +2,7 @@
 
 Both runs consume the same random stream (same indices, same initial point, same
 Gaussian noise unless ``indep_noise``), which is the coupling every stability bound
-assumes (CATALOGUE section 0, "Coupling").  Replicates run in parallel with ``prange``;
+assumes (docs/errata.md, Conventions, "Coupling").  Replicates run in parallel with ``prange``;
 each is a pure function of ``(seed, reps[r])`` through the counter-based generator in
 ``stabsim.rng``, so results do not depend on the thread count or on chunking.
 

@@ -4,6 +4,8 @@
   P3 Alg. 1/3, P4 Thm 2/5 and its beta search).
 * :mod:`.analytic` -- the exact (analytic) Gaussian mechanism of Balle & Wang (2018).
 * :mod:`.accountant` -- what those sigmas actually buy according to dp_accounting (RDP, PLD).
+* :mod:`.exact` -- exact GDP accounting (analytic Gaussian mechanism) and the guarded PLD/RDP.
+* :mod:`.ledger` -- one mechanism description per algorithm and the privacy ledger (``stabsim privacy``).
 * :mod:`.audit` -- Clopper-Pearson epsilon lower bounds for empirical privacy audits.
 * :mod:`.algorithms` -- the private algorithms as twin runs on S and S' (loaded lazily).
 * :mod:`.audit_runner` -- empirical audits: ``run_audit`` (loaded lazily).

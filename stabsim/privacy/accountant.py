@@ -64,6 +64,7 @@ from scipy.optimize import brentq
 
 from . import _checks as chk
 from . import calibration as cal
+from .exact import PLD_POINT_BUDGET, gdp_epsilon, pld_points
 
 NR = dpa.NeighboringRelation
 
@@ -128,6 +129,10 @@ class Mechanism:
     events: Callable = field(repr=False)
     rho: Callable | None = field(default=None, repr=False)
     note: str = ""
+    #: mu(scale) of the whole (non-subsampled) Gaussian composition in GDP units, or None
+    gdp_mu: Callable | None = field(default=None, repr=False)
+    #: (mu per step at scale 1, sampling rate q, steps) of a subsampled mechanism, or None
+    pld_shape: tuple | None = None
 
     @property
     def delta_accountant(self):
@@ -153,16 +158,46 @@ class Row:
 
 
 # ----------------------------------------------------------------------------- evaluation
+def epsilon_record(mech, accountant="pld", scale=1.0, pld_discretization=1e-4):
+    """(eps, method, note): :func:`epsilon` plus which route computed it and why.
+
+    Memory guard for the PLD: its support is estimated first (:func:`~stabsim.privacy.exact.pld_points`);
+    beyond :data:`~stabsim.privacy.exact.PLD_POINT_BUDGET` points a non-subsampled Gaussian
+    composition is computed exactly (analytic GDP, method "analytic GDP") and a subsampled one
+    with the RDP accountant (method "rdp"); the note says so.  Without this guard P0 at eps = 1000
+    (sigma/Delta ~ 0.004) built a ~7e8-point PLD (24 GB).
+    """
+    accountant = chk.choice("accountant", accountant, ACCOUNTANTS)
+    scale = chk.positive("scale", scale)
+    spec = mech.events(scale)[accountant]
+    if spec is None:
+        return None, accountant, "accountant does not support this mechanism"
+    if accountant == "pld":
+        if mech.gdp_mu is not None:
+            mu = mech.gdp_mu(scale)
+            pts = pld_points(mu, pld_discretization)
+            if pts > PLD_POINT_BUDGET:
+                return (gdp_epsilon(mech.delta_accountant, mu), "analytic GDP",
+                        f"PLD support ~{pts:.2g} points > budget {PLD_POINT_BUDGET:.2g}: exact analytic GDP used")
+        elif mech.pld_shape is not None:
+            mu1, q, steps = mech.pld_shape
+            pts = pld_points(mu1 / scale, pld_discretization, q, steps)
+            if pts > PLD_POINT_BUDGET:
+                e = epsilon(mech, "rdp", scale)
+                return e, "rdp", f"PLD support ~{pts:.2g} points > budget {PLD_POINT_BUDGET:.2g}: RDP used"
+    event, relation = spec
+    return (accountant_epsilon(event, mech.delta_accountant, accountant, relation, pld_discretization),
+            accountant, "")
+
+
 def epsilon(mech, accountant="pld", scale=1.0, pld_discretization=1e-4):
     """The epsilon (total delta = mech.delta) the mechanism delivers with noise scaled by ``scale``.
 
-    Returns None if the accountant does not support the mechanism (no event given).
+    Returns None if the accountant does not support the mechanism (no event given).  The PLD
+    is guarded (see :func:`epsilon_record`): beyond the memory budget the exact analytic value
+    (non-subsampled) or the RDP value (subsampled) is returned instead.
     """
-    spec = mech.events(chk.positive("scale", scale))[chk.choice("accountant", accountant, ACCOUNTANTS)]
-    if spec is None:
-        return None
-    event, relation = spec
-    return accountant_epsilon(event, mech.delta_accountant, accountant, relation, pld_discretization)
+    return epsilon_record(mech, accountant, scale, pld_discretization)[0]
 
 
 def sigma_needed(mech, eps=None, accountant="pld", rtol=1e-5, pld_discretization=1e-4):
@@ -201,9 +236,10 @@ def evaluate(mech, sigma_with=("pld",), pld_discretization=1e-4):
              sigma_needed(mech, None, "rdp") if "rdp" in sigma_with else None)
     actual = eps_pld if eps_pld is not None else eps_rdp
     conv = zcdp_to_dp(mech.rho(1.0), mech.delta) if mech.rho is not None else None
+    guard = epsilon_record(mech, "pld", 1.0, pld_discretization)[2] if eps_pld is not None else ""
     return Row(mech.name, mech.sigma_paper, mech.eps_claimed, eps_rdp, eps_pld, s_main,
                mech.eps_claimed / actual if actual > 0 else math.inf, mech.delta,
-               mech.noise_multiplier, s_rdp, conv, mech.note)
+               mech.noise_multiplier, s_rdp, conv, "; ".join(x for x in (mech.note, guard) if x))
 
 
 def report(mechanisms=None, sigma_with=("pld",), pld_discretization=1e-4):
@@ -230,6 +266,11 @@ def format_rows(rows):
     return "\n".join(lines)
 
 
+def _mu_of(z_of_scale, count=1):
+    """mu(scale) = sqrt(count)/z(scale) of ``count`` identical Gaussian steps (GDP composition)."""
+    return lambda s: math.sqrt(count) / z_of_scale(s)
+
+
 def _plain(z_of_scale, count=1):
     """Events for ``count`` identical Gaussian steps with noise multiplier z_of_scale(scale)."""
     def events(scale):
@@ -246,24 +287,28 @@ def single_gaussian(sigma, sensitivity, eps_claimed, delta, name="Gaussian mecha
     sigma, sensitivity = chk.positive("sigma", sigma), chk.positive("sensitivity", sensitivity)
     z = sigma / sensitivity
     return Mechanism(name, sigma, chk.eps(eps_claimed), chk.delta(delta), 0.0, z,
-                     _plain(lambda s: s * z), note="GaussianDpEvent(sigma/Delta), ADD_OR_REMOVE_ONE")
+                     _plain(lambda s: s * z), note="GaussianDpEvent(sigma/Delta), ADD_OR_REMOVE_ONE",
+                     gdp_mu=_mu_of(lambda s: s * z))
 
 
-def p0_output_perturbation(T, n, eta, G, eps, delta, reading="corrected"):
+def p0_output_perturbation(T, n, eta, G, eps, delta, reading="corrected", delta_T="eq9"):
     """P0 Alg. 2 (Thm 4): output perturbation of wbar_T with sigma^2 from Eq. (5).
 
-    Sensitivity: the data-dependent bound of Eq. (9) at gamma = delta/2,
-    Delta_T = sqrt(4 e eta^2 G^2 (T + 3T^2 ln^2(eT) ln^2(2/delta)/n^2)), which holds with
+    Sensitivity: :func:`~stabsim.privacy.calibration.p0_delta_T` at gamma = delta/2 (``delta_T``
+    = "eq9", default: Eq. (9) with c = 3 as printed,
+    Delta_T = sqrt(4 e eta^2 G^2 (T + 3T^2 ln^2(eT) ln^2(2/delta)/n^2)); "proof": the
+    un-simplified proof form, P0-E4), which holds with
     probability >= 1 - delta/2 over the indices.  No accountant event models this failure
     event: we compute the accountant's eps at delta/2 for GaussianDpEvent(sigma/Delta_T) and
     add the failure probability delta/2 (total delta), exactly as the proof of Thm 4 does.
     """
     sigma = math.sqrt(cal.p0_sigma2(T, n, eta, G, eps, delta, reading))
-    sens = cal.p0_sensitivity_eq9(T, n, eta, G, delta / 2.0)
+    sens = cal.p0_delta_T(T, n, eta, G, delta / 2.0, delta_T)
     z = sigma / sens
     return Mechanism(f"P0 Alg.2 Eq.(5) {reading}", sigma, eps, delta, delta / 2.0, z,
                      _plain(lambda s: s * z),
-                     note=f"Delta_T={sens:.4g} (Eq. 9, gamma=delta/2); accountant at delta/2 + failure delta/2")
+                     note=(f"Delta_T={sens:.4g} (Eq. 9 {delta_T} reading, gamma=delta/2); accountant at delta/2 "
+                           "+ failure delta/2"), gdp_mu=_mu_of(lambda s: s * z))
 
 
 def p1_alg3(n, eta, G, eps, delta, phase_sizes="floor", composition="parallel",
@@ -301,8 +346,10 @@ def p1_alg3(n, eta, G, eps, delta, phase_sizes="floor", composition="parallel",
             ev = dpa.ComposedDpEvent([dpa.GaussianDpEvent(scale * z) for z in zs])
         return {"rdp": (ev, NR.ADD_OR_REMOVE_ONE), "pld": (ev, NR.ADD_OR_REMOVE_ONE)}
 
+    gdp = ((lambda s: 1.0 / (s * min(zs))) if composition == "parallel" else
+           (lambda s: math.sqrt(sum(1.0 / z ** 2 for z in zs)) / s))
     return Mechanism(f"P1 Alg.3 ({composition}, n_k {phase_sizes})", sched.phases[0].sigma, eps,
-                     delta, delta / 2.0, min(zs), events,
+                     delta, delta / 2.0, min(zs), events, gdp_mu=gdp,
                      note=(f"sigma_paper = sigma_1; {len(zs)} active of K={sched.K} phases "
                            f"(skipped {sched.degenerate}); Delta_k {sensitivity}; "
                            "accountant at delta/2 + failure delta/2"))
@@ -313,15 +360,16 @@ def p2_gradient_perturbation(T, n, G, eps, delta):
 
     Replace-one sensitivity of the averaged pair gradient is 4G/n, so this is the T-fold
     composition of GaussianDpEvent(sigma/(4G/n)) (no subsampling; the paper's moments
-    accountant with q = 1 is outside Abadi et al.'s regime, catalogue P2-E4).  ``rho`` is the
-    zCDP budget T (4G/n)^2/(2 sigma^2) of the catalogue's cross-check.
+    accountant with q = 1 is outside Abadi et al.'s regime, errata P2-E4).  ``rho`` is the
+    zCDP budget T (4G/n)^2/(2 sigma^2) of the cross-check in errata P2-A.
     """
     sigma = cal.p2_sigma(T, n, G, eps, delta)
     z = sigma / cal.p2_sensitivity(n, G)
     T = chk.T(T)
     return Mechanism(f"P2 Alg.1 T={T}", sigma, eps, delta, 0.0, z, _plain(lambda s: s * z, T),
                      rho=lambda s: T / (2.0 * (s * z) ** 2),
-                     note="T x GaussianDpEvent(sigma n/(4G)); eps_conv = zCDP cross-check")
+                     note="T x GaussianDpEvent(sigma n/(4G)); eps_conv = zCDP cross-check",
+                     gdp_mu=_mu_of(lambda s: s * z, T))
 
 
 def p3_online(n, G, alpha, eps, delta, T1, exact_rho=True):
@@ -346,7 +394,8 @@ def p3_online(n, G, alpha, eps, delta, T1, exact_rho=True):
     return Mechanism(f"P3 Alg.1 online ({'exact' if exact_rho else 'approx'} rho)", sigma, eps,
                      delta, 0.0, z, _plain(lambda s: s * z, m),
                      rho=lambda s: m / (2.0 * (s * z) ** 2),
-                     note=f"sigma_paper = sigma_t at t=T1+1={t_ref}; {m} releases; T1={T1}")
+                     note=f"sigma_paper = sigma_t at t=T1+1={t_ref}; {m} releases; T1={T1}",
+                     gdp_mu=_mu_of(lambda s: s * z, m))
 
 
 def p3_offline(n, G, alpha, eps, delta):
@@ -365,7 +414,7 @@ def p4_dpsgd(n, T, G, eps, delta, pairwise, grid_step=1e-4, continuous=False, si
 
     Each step adds N(0, sigma^2) to the gradient of 1 sampled point (pointwise, rate 1/n) or
     of one uniformly drawn pair i != j (pairwise; touches a given point with probability 2/n,
-    as a uniform size-2 subset, catalogue P4-E10); replace-one sensitivity 2G.  sigma^2 is the
+    as a uniform size-2 subset, errata P4-E10); replace-one sensitivity 2G.  sigma^2 is the
     beta search of the paper (grid step ``grid_step``, or ``continuous``) unless given.
     RDP: T x SampledWithoutReplacementDpEvent(n, k, GaussianDpEvent(sigma/(2G))), REPLACE_ONE.
     PLD: T x PoissonSampledDpEvent(k/n, GaussianDpEvent(sigma/(2G))), ADD_OR_REMOVE_ONE -- see
@@ -391,7 +440,8 @@ def p4_dpsgd(n, T, G, eps, delta, pairwise, grid_step=1e-4, continuous=False, si
 
     return Mechanism(f"P4 Alg.{2 if pairwise else 1} {'pairwise' if pairwise else 'pointwise'}",
                      sigma, eps, delta, 0.0, z, events,
-                     note=f"{how}; rdp: WOR k={k} REPLACE_ONE; pld: Poisson q={k}/n (lower bound)")
+                     note=f"{how}; rdp: WOR k={k} REPLACE_ONE; pld: Poisson q={k}/n (lower bound)",
+                     pld_shape=(1.0 / z, k / n, T))
 
 
 def typical_mechanisms():

@@ -260,7 +260,7 @@ def p0_alg2(X, y, *, eps, delta, loss="auc_hinge", constraint="none", eta=None, 
     Runs P0 Alg. 1 (``run_twin(algorithm="p0_alg1", record_outputs=True)``) for T steps,
     then releases w_priv = Pi_W(wbar_T + u), u ~ N(0, sigma^2 I) with
     sigma^2 = ``calibration.p0_sigma2(T, n, eta, G, eps, delta, reading)`` (reading
-    "corrected" = 8e, the default; "printed" = Eq. (5) as printed, CATALOGUE P0-E2).
+    "corrected" = 8e, the default; "printed" = Eq. (5) as printed, errata P0-E2).
     u is normal numbers (T+1)p .. (T+1)p+p-1 of ``STREAM_NOISE`` (past anything the kernel
     uses), the same on S and S' unless ``independent_noise`` (then ``STREAM_NOISE_PRIME``).
 
@@ -419,7 +419,7 @@ def p4_alg1(X, y, *, eps, delta, loss="point_logistic", constraint="none", eta=0
 
     sigma^2 = 14 G^2 T lambda/(beta n^2 eps) with beta from ``calibration.p4_beta_search``
     (grid [beta_lo, beta_hi] with step ``grid_step`` -- the paper gives none, 1e-4 is ours and
-    the result depends on it, CATALOGUE S.3 item 2 -- or ``continuous=True``); no feasible
+    the result depends on it, errata P4-A -- or ``continuous=True``); no feasible
     beta raises InfeasiblePrivacyParameters.  Defaults: T = n (T ~ n in Thm 3), eta = 0.01 (the
     paper's experiments), w_1 = 0.  Output (1/T) sum_{t=1}^T w_t.
     """
@@ -486,7 +486,7 @@ def p1_alg3(X, y, *, eps, delta, loss="auc_logistic", constraint=("l2", 1.0), et
     * **Streams.** Phase k uses its own seed ``phase_seed(seed, k)`` for the indices (the twin
       kernel's STREAM_INDEX) and for u_k (normal numbers (T_k+1)p.. of STREAM_NOISE, or
       STREAM_NOISE_PRIME for S' when ``independent_noise``).
-    * **Projection after the noise**: none (as printed, CATALOGUE P1 A issue 2); the next
+    * **Projection after the noise**: none (as printed, errata P1-A, point 2); the next
       phase starts at the unprojected point.  ``project_noise=True`` projects (recorded).
     * **eta**: a number, or ``"thm10"`` (printed Thm 10 step, default) / ``"thm10_corrected"``
       (P1-E7) with D = the diameter of W, d = the parameter dimension; Thm 10's eta <= 2/L
@@ -696,7 +696,7 @@ def p3_giga(X, y, *, variant, eps, delta, alpha=None, loss="ranking_logistic",
 
     alpha defaults: StrC 1e-3 (the experiments' lambda), convex 1/sqrt(n) (alpha = O(1/sqrt n),
     constant 1, ours) -- at these T_1 >= n and the run raises InfeasiblePrivacyParameters
-    unless T1 is given (CATALOGUE P3-D feasibility warning).
+    unless T1 is given (errata P3-D feasibility warning).
     """
     eps, delta = _check_privacy(eps, delta)
     variant = _variant(variant)

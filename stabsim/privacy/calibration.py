@@ -1,7 +1,7 @@
-"""Noise calibrations prescribed by the five papers (the CATALOGUE's ``[CONDITION]`` entries).
+"""Noise calibrations prescribed by the five papers (the ``CONDITION`` entries of the theory registry).
 
 Every function cites the paper and equation it implements; where the printed formula has
-a typo, the reading is selectable and the catalogue item (e.g. "P0-E2") is named.  All
+a typo, the reading is selectable and the errata entry (e.g. "P0-E2" of docs/errata.md) is named.  All
 logs are natural except ``log2`` in P1's K = ceil(log2 n).  Arguments are scalars; invalid
 ones raise ``ValueError`` naming the argument, its value and the allowed range.  When a
 paper's calibration cannot be applied (P3 burn-in, P4 beta search, P1 eta <= 2/L) the
@@ -26,7 +26,7 @@ from .errors import InfeasiblePrivacyParameters
 __all__ = [
     "InfeasiblePrivacyParameters",
     "gaussian_mechanism_sigma",
-    "p0_sensitivity_eq9", "p0_sigma2",
+    "p0_sensitivity_eq9", "p0_delta_T", "P0_DELTA_T_READINGS", "p0_sigma2",
     "P1Phase", "P1Alg3Schedule", "p1_alg3_schedule", "p1_thm10_eta",
     "p2_sensitivity", "p2_sigma",
     "p3_rho", "p3_T1", "p3_eta", "p3_sensitivity", "p3_sigma2_online", "p3_sigma2_offline",
@@ -52,7 +52,7 @@ def p0_sensitivity_eq9(T, n, eta, G, gamma, c=3.0):
     """P0 Eq. (9): high-probability bound on ||wbar_T - wbar'_T||_2 (probability >= 1-gamma).
 
     Delta_T = sqrt(4 e eta^2 G^2 (T + c T^2 ln^2(eT) ln^2(1/gamma)/n^2)), c = 3 as printed;
-    c = 9 is the always-valid constant of catalogue item P0-E4.  Eq. (9) assumes T >= n.
+    c = 9 is the always-valid constant of errata P0-E4.  Eq. (9) assumes T >= n.
     Alg. 2 uses gamma = delta/2.
     """
     T, n, eta, G = chk.T(T), chk.n(n), chk.eta(eta), chk.G(G)
@@ -61,11 +61,43 @@ def p0_sensitivity_eq9(T, n, eta, G, gamma, c=3.0):
     return math.sqrt(4.0 * math.e * eta**2 * G**2 * (T + c * T**2 * lT**2 * lg**2 / n**2))
 
 
+#: readings of P0's output sensitivity Delta_T (see :func:`p0_delta_T`)
+P0_DELTA_T_READINGS = ("eq9", "proof")
+
+
+def p0_delta_T(T, n, eta, G, gamma, reading="eq9"):
+    """P0 Alg. 2's sensitivity Delta_T: bound on ||wbar_T - wbar'_T||_2 w.p. >= 1 - gamma (Thm 1, Eq. (9)).
+
+    The ONE place the ledger, the accountant and the checks take Delta_T from; two labelled
+    readings (the paper is ambiguous: the proof of Thm 4 uses Eq. (9), whose printed constant
+    is a simplification of its own proof):
+
+    ``"eq9"`` (default)  Eq. (9) as printed, c = 3:
+        Delta_T = sqrt(4 e eta^2 G^2 (T + 3 T^2 ln^2(eT) ln^2(1/gamma)/n^2)).
+        This is the Delta_T that Eq. (5) is calibrated to (sigma = sqrt(2 ln(2.5/delta))
+        Delta_T/eps at gamma = delta/2 is exactly the corrected, 8e reading of Eq. (5)), so
+        sigma/Delta_T and every privacy verdict built on it do not depend on n, T, eta, G.
+    ``"proof"``  the un-simplified proof form of Eq. (9) with the corrected Chernoff step
+        (errata P0-E4; ``P0.Eq9.avg.proof`` of the theory registry): valid for every T, gamma,
+        smaller than "eq9" when T/n and ln(1/gamma) are large, larger near T = n.
+
+    Alg. 2 uses gamma = delta/2 (the failure probability delta/2 of the privacy proof).
+    """
+    reading = chk.choice("reading", reading, P0_DELTA_T_READINGS)
+    if reading == "eq9":
+        return p0_sensitivity_eq9(T, n, eta, G, gamma, c=3.0)
+    from ..theory.p0 import eq9_avg_proof
+
+    T, n, eta, G = chk.T(T), chk.n(n), chk.eta(eta), chk.G(G)
+    gamma = chk.open_unit("gamma", gamma)
+    return float(eq9_avg_proof(T=T, n=n, eta=eta, G=G, gamma=gamma))
+
+
 def p0_sigma2(T, n, eta, G, eps, delta, reading="corrected"):
     """P0 Alg. 2, Eq. (5): variance of the output-perturbation noise u ~ N(0, sigma^2 I).
 
     printed:   sigma^2 = 8 eta^2 G^2 ln(2.5/delta)/eps^2 * (T + 3T^2 ln^2(eT) ln^2(2/delta)/n^2)
-    corrected: the same with 8e instead of 8 (catalogue P0-E2): the proof sets
+    corrected: the same with 8e instead of 8 (errata P0-E2): the proof sets
                sigma = sqrt(2 ln(2.5/delta)) Delta_T/eps with Delta_T^2 from Eq. (9) at
                gamma = delta/2, and Delta_T^2 carries the factor 4e.
     """
@@ -106,7 +138,7 @@ class P1Alg3Schedule:
     K: int
     phases: tuple
     policy: str = ("phases with n_k < 2 are skipped: no SGD steps and no noise, w_k = w_{k-1} "
-                   "(catalogue P1 A, implementation issue 1); their points are not used")
+                   "(errata P1-A, point 1); their points are not used")
 
     @property
     def n_k(self):
@@ -150,7 +182,7 @@ def p1_alg3_schedule(n, eta, G, eps, delta, phase_sizes="floor"):
     phase_sizes="floor" (default) uses n_k = floor(n/2^k) (integer, implementable);
     "paper" uses the printed real n_k = 2^-k n (only meaningful as a reference).
     Either way n_K <= 1: phases with n_k < 2 are marked ``degenerate`` and, by the
-    documented policy, ``skipped`` (catalogue P1 A, issue 1).
+    documented policy, ``skipped`` (errata P1-A, point 1).
     """
     n, eta, G = chk.n(n), chk.eta(eta), chk.G(G)
     eps, delta = chk.eps(eps), chk.delta(delta)
@@ -175,7 +207,7 @@ def p1_thm10_eta(n, G, D, d, eps, delta, reading="printed", L=None):
     """P1 Thm 10: base step size of Alg. 3.
 
     printed:   eta = (D/G) min{ log(4/delta)/sqrt(n), eps/(12 log(4/delta) sqrt(2 d log(2.5/delta))) }
-    corrected: first argument 1/(sqrt(n) log(4/delta)) instead (catalogue P1-E7: with Thm 5/6(a)
+    corrected: first argument 1/(sqrt(n) log(4/delta)) instead (errata P1-E7: with Thm 5/6(a)
                the printed choice gives GD log^2(4/delta)/sqrt(n), not GD/sqrt(n)).
     Thm 10 requires eta <= 2/L (the smooth UAS of Thm 5 behind sigma_k needs it); if ``L`` is
     given and eta > 2/L this raises InfeasiblePrivacyParameters.
@@ -200,7 +232,7 @@ def p1_thm10_eta(n, G, D, d, eps, delta, reading="printed", L=None):
 
 # --------------------------------------------------------------------------- P2
 def p2_sensitivity(n, G):
-    """Replace-one l2-sensitivity 4G/n of P2's all-pairs averaged gradient (catalogue P2 A, cross-check).
+    """Replace-one l2-sensitivity 4G/n of P2's all-pairs averaged gradient (errata P2-A, cross-check).
 
     Replacing z_i changes 2(n-1) of the n(n-1) pair gradients, each by at most 2G.
     """
@@ -218,7 +250,7 @@ def p2_sigma(T, n, G, eps, delta):
 def p3_rho(eps, delta, exact=True):
     """P3 Alg. 1 step 2: zCDP budget rho solving rho + 2 sqrt(rho log(1/delta)) = eps (Lemma 3).
 
-    exact=True:  rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2  (catalogue P3-E1);
+    exact=True:  rho = (sqrt(log(1/delta) + eps) - sqrt(log(1/delta)))^2  (errata P3-E1);
     exact=False: the paper's approximation eps^2/(4 log(1/delta)), which over-states rho and
                  under-noises by up to ~24% in the paper's settings (P3-E2).
     """
@@ -292,7 +324,7 @@ class P3BurnIn:
 
 
 def p3_check_burnin(n, L, alpha, T1=None):
-    """Check P3's burn-in T_1 = max{ceil(16L^2/alpha^2), 7} against n (catalogue P3-E6, S.3 item 3).
+    """Check P3's burn-in T_1 = max{ceil(16L^2/alpha^2), 7} against n (errata P3-E6).
 
     With T1=None the paper's T_1 is used; if T_1 >= n the GIGA loop (t = T_1+1..n) never runs
     and every output is a random point, so this raises InfeasiblePrivacyParameters saying how
@@ -457,11 +489,11 @@ def p4_beta_search(eps, delta, n, T, G, pairwise, grid_step=1e-4, lo=1e-4, hi=0.
     """P4 section 5: choose beta in [lo, hi] giving the smallest feasible sigma^2 (Thm 2 / Thm 5).
 
     Grid mode (default, the paper's procedure "search beta from 0.0001 to 0.9999"): betas
-    lo, lo+step, ..., <= hi; the paper gives no step, 1e-4 is ours (catalogue S.3 item 2:
+    lo, lo+step, ..., <= hi; the paper gives no step, 1e-4 is ours (errata P4-A:
     the chosen sigma^2 is set by the grid, so report the step).  Continuous mode: scan a
     20001-point geometric grid on [lo, hi], refine every feasibility boundary with brentq and
     minimise sigma^2 over each feasible interval (sigma^2 is smallest at the largest feasible
-    beta in practice); this reproduces the catalogue's feasibility table (pass lo=1e-9 to
+    beta in practice); this reproduces the feasibility table of errata P4-A (pass lo=1e-9 to
     also reproduce its interval lower ends).  A feasible interval narrower than the scan
     spacing (~0.05% relative) could be missed.
 

@@ -1,5 +1,5 @@
 """P0 -- Yang, Lei, Lyu, Ying (AISTATS 2021): stability and DP of SGD for pairwise learning
-with a non-smooth loss.  CATALOGUE section "P0" (typo ids P0-E1 ... P0-E14).
+with a non-smooth loss.  Errata: docs/errata.md (ids P0-E1 ... P0-E14).
 
 Standing assumption of every result: the loss l(w, z, z') is nonnegative, convex and
 G-Lipschitz in w (possibly non-smooth); M = sup_{z,z'} l(0, z, z').
@@ -75,7 +75,7 @@ def _thm1_sq(t, n, eta, G, gamma, corrected):
 _THM1 = dict(ref="Theorem 1, Eq. (3)", tag="EXPLICIT", sweep="t",
              assumptions=(_COUPLED, "constant step eta", "holds with prob. >= 1-gamma over the indices"))
 _THM1_PRINTED = "as printed: t/n and sqrt(t ln(1/gamma)/n) in c_{gamma,t}"
-_THM1_CORRECTED = ("corrected per CATALOGUE P0-E4 (Thm 1 note): the proof's c_{gamma,t} uses t+1, and "
+_THM1_CORRECTED = ("corrected per errata P0-E4 (Thm 1 note): the proof's c_{gamma,t} uses t+1, and "
                    "Lemma 1 (Chernoff) gives mu + a + sqrt(2 mu a), i.e. sqrt(2(t+1) ln(1/gamma)/n)")
 
 
@@ -132,10 +132,10 @@ def _eq9_proof_sq(T, n, eta, G, gamma):
 
 _EQ9 = dict(ref="Theorem 1, Eq. (9)", tag="EXPLICIT", sweep="T")
 _EQ9_BASE = (_COUPLED, "constant step eta", "holds with prob. >= 1-gamma over the indices")
-_EQ9_PRINTED = "as printed: constant 3 (needs T/n and ln(1/gamma) large enough, see CATALOGUE P0-E4)"
-_EQ9_CORRECTED = ("corrected per CATALOGUE P0-E4: constant 9, valid for all T >= n and gamma <= 1/e "
+_EQ9_PRINTED = "as printed: constant 3 (needs T/n and ln(1/gamma) large enough, see errata P0-E4)"
+_EQ9_CORRECTED = ("corrected per errata P0-E4: constant 9, valid for all T >= n and gamma <= 1/e "
                   "given the paper's Chernoff step (x + y + sqrt(xy) <= 3xy for x, y >= 1)")
-_EQ9_PROOF = ("proof form (CATALOGUE P0-E4): the un-simplified bound 4 e eta^2 G^2 [T + ln^2(eT) "
+_EQ9_PROOF = ("proof form (errata P0-E4): the un-simplified bound 4 e eta^2 G^2 [T + ln^2(eT) "
               "(T/n + ln(1/gamma) + sqrt(2 T ln(1/gamma)/n))^2] with the corrected Chernoff step; "
               "valid for every T >= 1 and gamma in (0,1)")
 
@@ -221,7 +221,7 @@ def thm4_sigma2_printed(*, T, n, eta, G, eps, delta):
 
 
 @_p0(key="P0.Thm4.sigma2.corrected", variant="corrected",
-     reading="corrected per CATALOGUE P0-E2: factor 8e (sigma = sqrt(2 ln(2.5/delta)) Delta_T/eps with "
+     reading="corrected per errata P0-E2: factor 8e (sigma = sqrt(2 ln(2.5/delta)) Delta_T/eps with "
              "Delta_T^2 <= 4 e eta^2 G^2 (...)); exactly e times the printed value", **_SIGMA2)
 def thm4_sigma2_corrected(*, T, n, eta, G, eps, delta):
     """P0 Thm 4, Eq. (5) with the factor e of the proof (P0-E2): noise variance of Alg. 2.
@@ -278,7 +278,7 @@ def thmA6_gen_printed(*, eps_stab, n, G, M, B, gamma):
 
 
 @_p0(key="P0.ThmA6.gen.corrected", variant="corrected",
-     reading="corrected per CATALOGUE P0-E5: leading term 4 G eps (uniform stability is G eps)", **_THMA6)
+     reading="corrected per errata P0-E5: leading term 4 G eps (uniform stability is G eps)", **_THMA6)
 def thmA6_gen_corrected(*, eps_stab, n, G, M, B, gamma):
     """P0 Thm A.6 with 4 G eps in place of 4 eps (P0-E5); the other terms as printed."""
     return _gen_from_uas(eps_stab, n, G, M, B, gamma, lead=4.0 * np.asarray(G, dtype=float))
@@ -324,7 +324,7 @@ def corA6_gen_printed(*, T, n, eta, G, M, B_T, gamma):
 
 
 @_p0(key="P0.CorA6.gen.corrected", variant="corrected",
-     reading="corrected per CATALOGUE P0-E3: second stability term sqrt(3) T ln(eT) ln(2/gamma)/n "
+     reading="corrected per errata P0-E3: second stability term sqrt(3) T ln(eT) ln(2/gamma)/n "
              "(square root of Eq. (9)); the leading 4 (P0-E5) is kept", **_CORA6)
 def corA6_gen_corrected(*, T, n, eta, G, M, B_T, gamma):
     """P0 Cor A.6 with the T-linear stability term of Eq. (9) (P0-E3).
@@ -372,7 +372,7 @@ def lemA12_utility_loss_printed(*, G, sigma, d, gamma):
 
 
 @_p0(key="P0.LemA12.utility_loss.corrected", ref="Lemma A.12", quantity="dp_utility_loss", tag="EXPLICIT",
-     sweep="sigma", variant="corrected", reading="proof form (CATALOGUE P0 Lemma A.12 note, P0-E10): "
+     sweep="sigma", variant="corrected", reading="proof form (errata P0-E10): "
      "G ||u|| <= G sigma sqrt(d) (1 + (8 ln(1/gamma)/d)^{1/4})",
      assumptions=("gamma in (exp(-d/8), 1)", "u ~ N(0, sigma^2 I_d)", "prob. >= 1-gamma over u"))
 def lemA12_utility_loss_corrected(*, G, sigma, d, gamma):
@@ -406,7 +406,7 @@ def lem4_rademacher_auc_hinge_printed(*, t, D, kappa, G):
 
 
 @_p0(key="P0.Lem4.rademacher_auc_hinge.corrected", variant="corrected",
-     reading="corrected per CATALOGUE P0-E14: the contraction uses the scalar hinge's Lipschitz constant 1, "
+     reading="corrected per errata P0-E14: the contraction uses the scalar hinge's Lipschitz constant 1, "
              "4 D kappa / sqrt(t)", **_LEM4)
 def lem4_rademacher_auc_hinge_corrected(*, t, D, kappa):
     """P0 Lemma 4 remark with contraction constant 1 (P0-E14): R_t(l o H) <= 4 D kappa / sqrt(t)."""
@@ -435,7 +435,7 @@ def _bounded_core(T, n, eta, G, M, D, gamma, rad_avg, stab_log, form):
 
 _THM2 = dict(ref="Theorem 2", quantity="excess_risk_quantile", tag="EXPLICIT-DD", sweep="n", measured=("rad_avg",),
              assumptions=("W bounded with diameter D", "T >= n", "prob. >= 1-gamma over S and A"))
-_THM2_CORR = ("corrected per CATALOGUE P0-E3: second stability term sqrt(3) T ln(eT) ln(6/gamma)/n "
+_THM2_CORR = ("corrected per errata P0-E3: second stability term sqrt(3) T ln(eT) ln(6/gamma)/n "
               "(square root of Eq. (9) at gamma/6) instead of sqrt(3T ln(eT) ln(6/gamma))/n")
 
 
@@ -497,7 +497,7 @@ def thm3_excess_printed(*, T, n, eta, G, M, D, gamma, rad_avg_Wt, rad_avg_WD):
 
 
 @_p0(key="P0.Thm3.excess.corrected", variant="corrected",
-     reading="corrected per CATALOGUE P0-E3/E7: stability term sqrt(3) T ln(eT) ln(6/gamma)/n "
+     reading="corrected per errata P0-E3/E7: stability term sqrt(3) T ln(eT) ln(6/gamma)/n "
              "(Eq. (9) at gamma/6, as in the proof via Cor A.6)", **_THM3)
 def thm3_excess_corrected(*, T, n, eta, G, M, D, gamma, rad_avg_Wt, rad_avg_WD):
     """P0 Thm 3 with the stability term of Eq. (9) (P0-E3/E7): excess risk of Alg. 1, unbounded W.
@@ -531,7 +531,7 @@ def thm5_excess_printed(*, T, n, eta, G, M, D, gamma, delta, sigma, d, rad_avg):
 
 
 @_p0(key="P0.Thm5.excess.corrected", variant="corrected",
-     reading="corrected per CATALOGUE P0-E3: stability term sqrt(3) T ln(eT) ln(2/delta)/n instead of "
+     reading="corrected per errata P0-E3: stability term sqrt(3) T ln(eT) ln(2/delta)/n instead of "
              "sqrt(3T) ln(eT) ln(2/delta)/n; noise term as printed", **_THM5)
 def thm5_excess_corrected(*, T, n, eta, G, M, D, gamma, delta, sigma, d, rad_avg):
     """P0 Thm 5 with the T-linear stability term (P0-E3): last bracket (sqrt(T) + sqrt(3) T ln(eT) ln(2/delta)/n)."""
@@ -546,7 +546,7 @@ _SCHED_BOUNDED = "T = n^2, eta = c n^{-3/2}"
 _RATE = dict(quantity="excess_risk_quantile", tag="RATE", sweep="n")
 
 
-@_p0(key="P0.Thm2.rate", ref="Theorem 2", rate={"n": -0.5}, schedule=_SCHED_BOUNDED,
+@_p0(key="P0.Thm2.rate", ref="Theorem 2", rate={"n": -0.5}, log_factors="ln^2 n", schedule=_SCHED_BOUNDED,
      assumptions=("W bounded", "R_t(l o W) = O(1/sqrt(t))"), **_RATE)
 def thm2_rate(*, n):
     """P0 Thm 2 rate: eps_risk(w_bar_T) = O~(ln^2(n)/sqrt(n)) with T = n^2, eta = O(n^{-3/2})."""
@@ -554,7 +554,8 @@ def thm2_rate(*, n):
     return np.log(n) ** 2 / np.sqrt(n)
 
 
-@_p0(key="P0.Thm3.rate", ref="Theorem 3", rate={"n": -1 / 3}, schedule="T = n^{4/3}, eta = c / n",
+@_p0(key="P0.Thm3.rate", ref="Theorem 3", rate={"n": -1 / 3}, log_factors="ln^2 n",
+     schedule="T = n^{4/3}, eta = c / n",
      assumptions=("W unbounded", "R_t(l o W_t) = O(eta sqrt(t)), R_t(l o W_D) = O(1/sqrt(t))"), **_RATE)
 def thm3_rate(*, n):
     """P0 Thm 3 rate: eps_risk(w_bar_T) = O~(ln^2(n)/n^{1/3}) with T = n^{4/3}, eta = O(1/n)."""
@@ -578,7 +579,7 @@ def thm5_rate_printed(*, n, eps, d):
 
 
 @_p0(key="P0.Thm5.rate.corrected", ref="Theorem 5", variant="corrected", rate={"n": -0.5, "eps": -1.0, "d": 0.5},
-     reading="corrected per CATALOGUE P0-E8: sqrt(d)/(sqrt(n) eps) (sigma is proportional to 1/eps; "
+     reading="corrected per errata P0-E8: sqrt(d)/(sqrt(n) eps) (sigma is proportional to 1/eps; "
              "the paper's conclusion writes this form)", schedule=_SCHED_BOUNDED, assumptions=_PRIV, **_RATE)
 def thm5_rate_corrected(*, n, eps, d):
     """P0 Thm 5 rate, P0-E8: eps_risk(w_priv) = O~(sqrt(d)/(sqrt(n) eps))."""
@@ -621,7 +622,7 @@ def cor3_rate_printed(*, n, chi, d):
 
 
 @_p0(key="P0.Cor3.rate.corrected", ref="Corollary 3", variant="corrected", rate={"n": -0.5},
-     reading="corrected per CATALOGUE P0-E9: Thm 2's c_2 sqrt(ln(6T/gamma)/n) term cannot be beaten, "
+     reading="corrected per errata P0-E9: Thm 2's c_2 sqrt(ln(6T/gamma)/n) term cannot be beaten, "
              "O~(1/sqrt(n) + sqrt(chi log d)/n)", schedule=_SCHED_BOUNDED, assumptions=_METRIC, **_RATE)
 def cor3_rate_corrected(*, n, chi, d):
     """P0 Cor 3 with Thm 2's unavoidable 1/sqrt(n) term (P0-E9): O~(1/sqrt(n) + sqrt(chi log d)/n)."""

@@ -1,6 +1,6 @@
 """P1 -- Yang, Lei, Wang, Yang, Ying (NeurIPS 2021): simple stochastic and online gradient
 descent for pairwise learning (Alg. 1 pairs z_{i_t} with the previous draw z_{i_{t-1}}).
-CATALOGUE section "P1" (typo ids P1-E1 ... P1-E9).
+Errata: docs/errata.md (ids P1-E1 ... P1-E9).
 
 Assumptions named as in the paper: (A1) f G-Lipschitz, (A2) f L-smooth, (A3) f alpha-strongly
 convex (alpha = 0: convex), (A4) F_S satisfies PL with mu.  alpha_0^2 bounds the gradient second
@@ -140,7 +140,7 @@ _THM6A = dict(ref="Theorem 6(a), Eq. (5)", quantity="opt_error", tag="EXPLICIT",
 
 
 @_p1(key="P1.Thm6a.eta0_zero", variant="corrected",
-     reading="eta_0 = 0: natural reading of the undefined eta_0 (CATALOGUE P1-E3; w_{-1} = w_0 makes the "
+     reading="eta_0 = 0: natural reading of the undefined eta_0 (errata P1-E3; w_{-1} = w_0 makes the "
              "j = 1 coupling term vanish)", **_THM6A)
 def thm6a_eta0_zero(*, dist_sq, G, eta=None, t=None, etas=None):
     """P1 Thm 6(a), Eq. (5) with eta_0 = 0: expected optimization error of Alg. 1, convex f.
@@ -151,7 +151,7 @@ def thm6a_eta0_zero(*, dist_sq, G, eta=None, t=None, etas=None):
 
 
 @_p1(key="P1.Thm6a.eta0_eta1", variant="corrected",
-     reading="eta_0 = eta_1: conservative reading of the undefined eta_0 (CATALOGUE P1-E3); constant eta gives "
+     reading="eta_0 = eta_1: conservative reading of the undefined eta_0 (errata P1-E3); constant eta gives "
              "||w_0 - w||^2/(2 t eta) + 3 G^2 eta/2", **_THM6A)
 def thm6a_eta0_eta1(*, dist_sq, G, eta=None, t=None, etas=None):
     """P1 Thm 6(a), Eq. (5) with eta_0 = eta_1 (same formula as ``thm6a_eta0_zero`` otherwise)."""
@@ -171,7 +171,7 @@ _THM7A = dict(ref="Theorem 7(a)", quantity="opt_error_quantile", tag="EXPLICIT",
 
 
 @_p1(key="P1.Thm7a.eta0_zero", variant="corrected",
-     reading="eta_0 = 0 (CATALOGUE P1-E3); the distance argument is ||w_1 - w||^2 as printed or ||w_0 - w||^2 "
+     reading="eta_0 = 0 (errata P1-E3); the distance argument is ||w_1 - w||^2 as printed or ||w_0 - w||^2 "
              "per P1-E4 (caller's choice)", **_THM7A)
 def thm7a_eta0_zero(*, dist_sq, G, B, delta, eta=None, t=None, etas=None):
     """P1 Thm 7(a) with eta_0 = 0: high-probability optimization error of Alg. 1, convex f.
@@ -183,7 +183,7 @@ def thm7a_eta0_zero(*, dist_sq, G, B, delta, eta=None, t=None, etas=None):
 
 
 @_p1(key="P1.Thm7a.eta0_eta1", variant="corrected",
-     reading="eta_0 = eta_1, conservative (CATALOGUE P1-E3); distance argument as in P1.Thm7a.eta0_zero",
+     reading="eta_0 = eta_1, conservative (errata P1-E3); distance argument as in P1.Thm7a.eta0_zero",
      **_THM7A)
 def thm7a_eta0_eta1(*, dist_sq, G, B, delta, eta=None, t=None, etas=None):
     """P1 Thm 7(a) with eta_0 = eta_1 (same formula as ``thm7a_eta0_zero`` otherwise)."""
@@ -355,7 +355,7 @@ def thm10_eta_printed(*, n, d, G, D, eps, delta):
 
 
 @_p1(key="P1.Thm10.eta.corrected", variant="corrected",
-     reading="corrected per CATALOGUE P1-E7: first argument 1/(sqrt(n) log(4/delta)), which balances the "
+     reading="corrected per errata P1-E7: first argument 1/(sqrt(n) log(4/delta)), which balances the "
              "phase-1 generalization (~2 G^2 eta log(4/delta)) and optimization (~4 D^2/(eta n log(4/delta))) "
              "terms at G D/sqrt(n)", **_ALG3)
 def thm10_eta_corrected(*, n, d, G, D, eps, delta):

@@ -7,7 +7,7 @@ input dimension), T the number of GD steps, G/L the Lipschitz/smoothness constan
 PL constant of the empirical risk (0 < mu < L), M_ell the loss bound, xi the failure
 probability of the high-probability bound.  All logs are natural.
 
-Registered here (CATALOGUE P2 section C):
+Registered here:
 
 * ``P2.Thm1.sigma``           CONDITION    sigma = 8 G sqrt(T log(1/delta)) / (n eps)
 * ``P2.Thm2.excess``          EXPLICIT-DD  closed-form infimum over tau of Thm 2
@@ -22,7 +22,7 @@ constant set to 1, times an optional factor ``c``; ``rate`` holds the exponents 
 expression (log factors ignored).
 
 ``LEMMA_CONSTANTS`` records the (G, L) printed for the two examples of Sec. 7 next to the
-exact value of the printed L-expression and crude bounds (CATALOGUE P2-E3).
+exact value of the printed L-expression and crude bounds (errata P2-E3).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def thm1_sigma(*, T, n, G, eps, delta):
 
         sigma_t >= 8 G sqrt(T log(1/delta)) / (n eps)      (the same for every t).
 
-    Returns the right-hand side (use equality in simulations).  CATALOGUE P2-A: a zCDP
+    Returns the right-hand side (use equality in simulations).  Errata P2-A: a zCDP
     cross-check supports this sigma for eps <= 2.34 log(1/delta) (P2-E4).
     """
     T = _check.positive("T", T)
@@ -265,7 +265,7 @@ for _lemma, _example in _EXAMPLES.items():
                  description=f"{_example}: excess risk {_kind} O({_form})")(_example_rate(_lemma, _mode))
 
 
-#: Constants of the Sec. 7 examples (P2 Lemmas 2 and 3; CATALOGUE P2-E3).
+#: Constants of the Sec. 7 examples (P2 Lemmas 2 and 3; errata P2-E3).
 #: ``L_printed_expr`` is the printed closed form, ``L_printed_approx`` the printed decimal,
 #: ``L_exact`` the exact value of the printed closed form; ``G_crude``/``L_crude`` are the
 #: elementary bounds |phi'| <= 1, phi'' <= 1/4 with ||x|| <= 1, |y| <= 1.  The printed G and

@@ -7,7 +7,7 @@ alpha is the **strong-convexity** modulus (not a Hoelder exponent), d the dimens
 ``diam`` = ||C||_2 the diameter of the constraint set, t the step index, T1 the burn-in
 length, zeta the failure probability.  All logs are natural.
 
-Registered here (CATALOGUE P3):
+Registered here:
 
 * ``P3.Lemma4.sensitivity[.convex]``      EXPLICIT   8 G/(alpha t)   (G -> G + alpha diam)
 * ``P3.rho.exact`` / ``P3.rho.approx``    CONDITION  solve rho + 2 sqrt(rho log(1/delta)) = eps
@@ -41,7 +41,7 @@ _ASSUME_C = ("G-Lipschitz", "L-smooth", "convex", "bounded convex C", "alpha = O
 def T1(*, L, alpha):
     """Burn-in length of Alg. 1/3: T_1 = max{ceil(16 L^2 / alpha^2), 7} (int array).
 
-    CATALOGUE P3-D/E6: with alpha = 1e-3 (the paper's lambda) T_1 >> n, so the GIGA loop of
+    errata P3-D/E6: with alpha = 1e-3 (the paper's lambda) T_1 >> n, so the GIGA loop of
     the paper's experiments never runs as printed; callers usually override T1.
     """
     L = _check.positive("L", L)

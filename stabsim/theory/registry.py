@@ -2,10 +2,10 @@
 
 Each entry records the paper, the theorem/lemma number, the assumptions, the quantity
 it bounds (the name of a *measure* it is compared with), its tag and the reading used
-where the printed formula has a typo.  See ``shared/theory/CATALOGUE.md`` (section
-letters refer to it, e.g. "P0-E3" = paper P0, typo list item 3).
+where the printed formula has a typo.  See ``docs/errata.md`` (ids such as
+"P0-E3" = paper P0, erratum 3; :mod:`stabsim.errata` parses and links them).
 
-Tags (CATALOGUE section 0):
+Tags (docs/errata.md, Conventions):
 
 ``EXPLICIT``     fully computable; overlay as is, no constant fitted.
 ``EXPLICIT-DD``  explicit once a measured quantity is plugged in (passed as an argument).
@@ -45,7 +45,7 @@ class Bound:
     func         the formula; keyword arguments in the paper's notation, returns an array.
     assumptions  the theorem's assumptions in words (e.g. ``"G-Lipschitz"``, ``"convex"``).
     reading      which reading of the text is implemented (``"as printed"`` or the correction
-                 with its catalogue id).
+                 with its errata id, docs/errata.md).
     variant      ``"printed"``, ``"corrected"`` or ``""`` when there is only one reading.
     rate         for RATE (and optionally EXPLICIT) entries: the exponent of the bounded quantity
                  in each swept variable, e.g. ``{"n": -0.5}``.
