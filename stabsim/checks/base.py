@@ -189,8 +189,19 @@ def load_results(study_dir):
     data = study_dir / "data.nc"
     if not data.is_file():
         raise FileNotFoundError(f"{data} does not exist (run the study first)")
-    with xr.open_dataset(data, engine="h5netcdf") as ds:
-        ds = ds.load()
+    from ..store import DamagedData, verify_data
+
+    try:
+        ds = verify_data(data)  # every value read, every checksum checked
+    except DamagedData as e:
+        if not getattr(e, "legacy", False):
+            raise
+        import warnings
+
+        warnings.warn(f"{e}; analysing it unverified (run the study again to get a verified data.nc)",
+                      stacklevel=2)
+        with xr.open_dataset(data, engine="h5netcdf") as ds:
+            ds = ds.load()
     manifest = {}
     if (study_dir / "study.json").is_file():
         manifest = json.loads((study_dir / "study.json").read_text(encoding="utf-8"))
@@ -247,15 +258,15 @@ def check_kind(v: Verdict) -> str:
     a self-consistency test, not a finding) or other."""
     if v.tag == "IDENTITY":
         return "identity"
+    if v.tag in _REPRO_TAGS:  # a paper's experiment, even when judged by a trend's slope
+        return "reproduction"
+    if v.tag == "CONDITION":
+        q = v.quantity.lower()
+        return "privacy" if any(w in q for w in ("privacy", "sigma", "rho", "eps", "noise", "delta")) else "condition"
     if v.slope is not None or v.tag == "RATE":
         return "rate"
     if v.tag in ("EXPLICIT", "EXPLICIT-DD"):
         return "bound"
-    if v.tag == "CONDITION":
-        q = v.quantity.lower()
-        return "privacy" if any(w in q for w in ("privacy", "sigma", "rho", "eps", "noise", "delta")) else "condition"
-    if v.tag in _REPRO_TAGS:
-        return "reproduction"
     return "other"
 
 
