@@ -10,6 +10,10 @@ Public API::
 """
 __version__ = "0.1.0"
 
+from ._cache import configure_numba_cache  # noqa: E402
+
+configure_numba_cache()  # before any kernel compiles: numba's cache follows the source hash
+
 from .algorithms import ALGORITHMS, get_algorithm  # noqa: E402
 from .constraints import get_constraint  # noqa: E402
 from .synthetic import make_problem  # noqa: E402

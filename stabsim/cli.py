@@ -6,7 +6,7 @@
     stabsim run STUDY... [--quick | --profile NAME] [--out DIR] [--seed N]
                          [--scheduler ADDR] [--force] [--keep-chunks] [--no-progress]
                          [--no-analyse] [--report DIR]
-    stabsim report [DIR] [--reports DIR]
+    stabsim report [DIR] [--reports DIR] [--overwrite-report]
     stabsim audit ...
     stabsim privacy ALGORITHM --n N --eps EPS [--delta D] [--T T] [--reading R] ...
     stabsim privacy suite
@@ -24,7 +24,9 @@ existing dask cluster).  Results are bit-identical in every mode.  An interrupte
 (Ctrl-C, kill) keeps its finished chunks: run the same command again to resume.
 
 Bad input ends with a one-line ``stabsim: error: ...`` and exit status 2 (set
-``STABSIM_DEBUG=1`` for a traceback); Ctrl-C exits with status 130.
+``STABSIM_DEBUG=1`` for a traceback); Ctrl-C exits with status 130 and SIGTERM (a batch
+scheduler's wall-time limit) with 143, both within about a second, even mid-chunk, after
+saying how to resume.
 
 Hooks for other modules: ``stabsim report`` calls ``stabsim.report.report(out_dir)`` when
 that module exists (else the placeholder ``report`` below); ``stabsim audit ARGS`` calls
@@ -44,6 +46,7 @@ import time
 import tomllib
 from pathlib import Path
 
+from ._signals import exit_status, sigterm_as_interrupt
 from .study import (Executor, StudyError, default_studies_dir, load_study, run_studies, run_study,
                     study_index, _hint)
 
@@ -128,21 +131,22 @@ def cmd_run(args) -> int:
     with Executor(args.scheduler) as ex:
         for spec in specs:  # each study is analysed as soon as it finishes
             r = run_study(spec, args.out, executor=ex, force=args.force, progress=not args.no_progress,
-                          keep_chunks=args.keep_chunks, resume_hint=hint)
+                          keep_chunks=args.keep_chunks, resume_hint=hint,
+                          recompute_stale=args.recompute_stale)
             print(r.summary())
             if analyse is not None:
                 rec = analyse(r.out_dir, run_seconds=r.seconds, out_dir=args.out)
                 verdicts = ", ".join(f"{x['key']}{' [' + x['label'] + ']' if x.get('label') else ''}: {x['verdict']}"
                                      for x in rec["rows"])
                 print(f"  -> {Path(r.out_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
-    # default for 'run suite': reports/ beside the output folder (./reports for the default --out out)
-    reports = args.report if args.report is not None else (
-        str(Path(args.out).parent / "reports") if "suite" in args.study else None)
-    if reports and analyse is not None:
+    # default for 'run suite': reports/ beside the output folder (./reports for the default --out out),
+    # or --out/reports for a quick run; never over a report of another profile unless --overwrite-report
+    if (args.report is not None or "suite" in args.study) and analyse is not None:
         from .report import report as write_report
 
-        print(write_report(args.out, reports, command=shlex.join(["stabsim", *sys.argv[1:]])
-                           if sys.argv[1:2] == ["run"] else None, wall_seconds=time.perf_counter() - t0))
+        print(write_report(args.out, args.report, command=shlex.join(["stabsim", *sys.argv[1:]])
+                           if sys.argv[1:2] == ["run"] else None, wall_seconds=time.perf_counter() - t0,
+                           overwrite=args.overwrite_report))
     return 0
 
 
@@ -183,7 +187,7 @@ def cmd_report(args) -> int:
         if e.name not in ("stabsim.report",):
             raise
     reports = getattr(args, "reports", None)
-    print(fn(args.dir, reports) if reports and fn is not report else fn(args.dir))
+    print(fn(args.dir, reports, overwrite=args.overwrite_report) if fn is not report else fn(args.dir))
     return 0
 
 
@@ -270,19 +274,30 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--scheduler", default="local", metavar="ADDR",
                     help="'local' (in-process, default), 'local:N' (dask LocalCluster, N workers) or tcp://host:port")
     sp.add_argument("--force", action="store_true",
-                    help="replace the results of a different study in the output directory")
-    sp.add_argument("--keep-chunks", action="store_true", help="keep chunks/ after data.nc is written")
+                    help="replace the results of a different study in the output directory (chunks valid "
+                         "for this study are kept)")
+    sp.add_argument("--keep-chunks", action="store_true",
+                    help="keep chunks/ after data.nc is written (remembered in study.json for later runs)")
+    sp.add_argument("--recompute-stale", action="store_true",
+                    help="recompute the chunks that other code computed (another stabsim source hash or "
+                         "numba/numpy/python version); without it such a resume is refused")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.add_argument("--studies", metavar="DIR", help="folder of study files for ids and 'suite'")
     sp.add_argument("--no-analyse", action="store_true", help="do not analyse the studies (no summary.md)")
     sp.add_argument("--report", metavar="DIR", default=None,
                     help="write DIR/index.md over all studies in --out (default for 'run suite': "
-                         "reports/ beside --out, i.e. ./reports)")
+                         "reports/ beside --out, i.e. ./reports; for --quick: --out/reports, i.e. out/reports)")
+    sp.add_argument("--overwrite-report", action="store_true",
+                    help="replace a report (index.md) of another profile, e.g. the committed full-profile one")
     sp.set_defaults(func=cmd_run)
 
     sp = sub.add_parser("report", help="verdict table over the finished studies -> reports/index.md")
     sp.add_argument("dir", nargs="?", default="out", help="output folder (default: ./out)")
-    sp.add_argument("--reports", metavar="DIR", default=None, help="where index.md goes (default: reports/ beside DIR, i.e. ./reports)")
+    sp.add_argument("--reports", metavar="DIR", default=None,
+                    help="where index.md goes (default: reports/ beside DIR, i.e. ./reports; DIR/reports when "
+                         "the studies include quick-profile runs)")
+    sp.add_argument("--overwrite-report", action="store_true",
+                    help="replace a report (index.md) of another profile, e.g. the committed full-profile one")
     sp.set_defaults(func=cmd_report)
 
     sp = sub.add_parser("privacy", help="privacy ledger: the exact eps a paper's calibrated noise buys")
@@ -321,9 +336,10 @@ def main(argv=None) -> int:
     except SystemExit as e:  # --help, or a usage error (already printed as one line)
         return e.code if isinstance(e.code, int) else 2
     try:
-        return args.func(args)
-    except KeyboardInterrupt:
-        return 130
+        with sigterm_as_interrupt():  # a batch scheduler's SIGTERM: like Ctrl-C (message, resume hint)
+            return args.func(args)
+    except KeyboardInterrupt as e:  # Ctrl-C: 130; SIGTERM (Terminated): 143
+        return exit_status(e)
     except (StudyError, CLIError, OSError, tomllib.TOMLDecodeError) as e:
         if os.environ.get("STABSIM_DEBUG"):
             raise

@@ -10,6 +10,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from . import codeid
+
 
 @functools.lru_cache(maxsize=1)
 def git_commit() -> str:
@@ -23,7 +25,7 @@ def git_commit() -> str:
 
 
 def provenance(**extra) -> dict:
-    """Global attrs: versions, commit, creation time, plus ``extra`` (seed, study text, ...)."""
+    """Global attrs: versions, commit, code identity (``stabsim.codeid``), creation time, plus ``extra`` (seed, study text, ...)."""
     from . import __version__
 
     attrs = {
@@ -33,6 +35,7 @@ def provenance(**extra) -> dict:
         "numpy_version": np.__version__,
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+    attrs.update(codeid.code_identity())  # code_sha256 (source hash), git commit/dirty, versions
     for k, v in extra.items():
         attrs[k] = v if isinstance(v, (str, int, float)) else str(v)
     return attrs

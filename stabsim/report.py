@@ -1,6 +1,6 @@
 """``stabsim report``: one table over every analysed study in an output folder.
 
-``report(out_dir, reports_dir="reports")`` (re-)analyses studies whose ``data.nc`` is newer
+``report(out_dir, reports_dir=None)`` (re-)analyses studies whose ``data.nc`` is newer
 than their ``analysis.json`` (``stabsim.checks.analyse``), copies their figures to
 ``reports_dir/figures/<study>/`` and writes
 
@@ -188,17 +188,51 @@ def theorem_summary(rows: list[dict]) -> list[dict]:
     return sorted(out, key=lambda e: e["key"])
 
 
+def default_reports_dir(out_dir, profiles) -> Path:
+    """Where a report goes by default: ``reports/`` beside ``out_dir`` (``./reports`` for ``out``,
+    the repository's committed full-profile report), except for a report that includes
+    quick-profile studies: ``out_dir/reports`` (``out/reports``), so that a quick run never
+    lands on the committed report."""
+    out_dir = Path(out_dir)
+    return out_dir / "reports" if "quick" in set(profiles) else out_dir.parent / "reports"
+
+
+def existing_report_profile(reports_dir) -> str | None:
+    """The ``- profile:`` line of an existing ``reports_dir/index.md`` (None when there is none)."""
+    try:
+        with open(Path(reports_dir) / "index.md", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("- profile:"):
+                    return line[len("- profile:"):].strip()
+                if line.startswith("## "):
+                    break
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
 def report(out_dir="out", reports_dir=None, *, command: str | None = None,
-           wall_seconds: float | None = None) -> str:
+           wall_seconds: float | None = None, overwrite: bool = False) -> str:
     """Write ``reports_dir/index.md``, ``verdicts.csv`` and ``verdicts.json`` over the studies in
     ``out_dir``; returns a short message.
 
-    ``reports_dir`` default: ``reports/`` beside ``out_dir`` (``./reports`` for ``out``)."""
+    ``reports_dir`` default: ``reports/`` beside ``out_dir`` (``./reports`` for ``out``), or
+    ``out_dir/reports`` when the studies include quick-profile runs (``default_reports_dir``).
+    An ``index.md`` already there whose profile differs from this report's (the committed
+    full-profile report, a quick run's) is not overwritten unless ``overwrite``: a
+    ``FileExistsError`` says where it is and how to go on."""
     out_dir = Path(out_dir)
-    reports_dir = out_dir.parent / "reports" if reports_dir is None else Path(reports_dir)
     recs = collect(out_dir)
     if not recs:
         return f"no finished studies in {out_dir}; nothing reported"
+    profiles = sorted({str(r.get("profile")) for r in recs})
+    reports_dir = default_reports_dir(out_dir, profiles) if reports_dir is None else Path(reports_dir)
+    old = existing_report_profile(reports_dir)
+    if old is not None and old != ", ".join(profiles) and not overwrite:
+        raise FileExistsError(
+            f"{reports_dir / 'index.md'} is a report of profile {old}; this one is of profile "
+            f"{', '.join(profiles)} (studies in {out_dir}), so it was not overwritten. Write it elsewhere "
+            "(stabsim report --reports DIR, stabsim run --report DIR) or replace it with --overwrite-report")
     reports_dir.mkdir(parents=True, exist_ok=True)
     errata_base = _errata_base(reports_dir)
     table = []
@@ -225,7 +259,6 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     n_unexplained = sum(1 for r in rows if r["verdict"] not in OK_VERDICTS and r["verdict"] != STAND_IN
                         and not str(r.get("explanation", "")).strip())
     n_vacuous = sum(1 for r in rows if r.get("vacuous") is True)
-    profiles = sorted({str(r.get("profile")) for r in recs})
     run_total = sum(r.get("run_seconds") or 0 for r in recs) + sum(r.get("analysis_seconds") or 0 for r in recs)
     wall = wall_seconds if wall_seconds is not None else run_total
     cmd = command or " ".join(["stabsim", "report", str(out_dir)])

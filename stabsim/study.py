@@ -116,8 +116,12 @@ ETA); Ctrl-C keeps the finished chunks and says how to resume.  ``run_studies`` 
 ``Executor`` (one cluster) between several studies.
 
 Storage (``stabsim.store``), in ``OUT/<id>/``: ``study.json`` (the fingerprint: a hash of
-the normalised spec, which includes the seed and the stabsim version; a directory holding
-another fingerprint is refused unless ``force=True``), ``chunks/<cell-id>__r<start>-<stop>.nc``
+the normalised spec, which includes the seed but not the code, whose identity -- a hash of
+every module, git commit, versions (``stabsim.codeid``) -- is recorded beside every chunk and
+data.nc: a resume with chunks of other code is refused unless ``recompute_stale=True``; a
+directory holding another study is refused unless ``force=True``, and the message names the
+changed keys; a changed ``replicates``/``chunk`` reuses every valid replicate; see
+docs/reliability.md), ``chunks/<cell-id>__r<start>-<stop>.nc``
 (each written to a temporary file, checked, then ``os.replace``-d; validated on start: a
 truncated, foreign or altered chunk is deleted and recomputed, leftover temporary files
 are removed) and ``data.nc`` (chunks concatenated along ``replicate`` per cell, cells
@@ -151,7 +155,7 @@ import xarray as xr
 from . import __version__
 from .provenance import provenance
 from .store import (StoreError, StudyDir, atomic_write_netcdf, chunk_attrs, clean_encoding, open_chunk,
-                    validate_chunk)
+                    validate_chunk, write_data)
 
 __all__ = ["StudyError", "Param", "StudySpec", "Kind", "KINDS", "register_kind", "get_kind",
            "twin_params", "load_study", "parse_study", "run_study", "run_studies", "RunResult",
@@ -351,6 +355,19 @@ def get_kind(name: str) -> Kind:
     return KINDS[name]
 
 
+def _check_check(v):
+    """``[study] check``: a registered analysis check (validated before anything runs, so that
+    a typo is not found only after the whole computation)."""
+    v = string()(v)
+    from .checks.base import get_check
+
+    try:
+        get_check(v)
+    except KeyError as e:
+        raise _Bad(str(e.args[0]), standalone=True) from None
+    return v
+
+
 STUDY_PARAMS = {
     "id": Param("study id (output directory name)", None, string(r"[A-Za-z0-9_.-]+")),
     "description": Param("one-line description", "", string()),
@@ -359,7 +376,7 @@ STUDY_PARAMS = {
     "replicates": Param("replicates per cell", 100, integer(1, " (the number of replicates per cell)")),
     "chunk": Param("replicates per chunk", None, integer(1, " (replicates per chunk)")),
     "suite": Param("part of `stabsim run suite`", False, boolean),
-    "check": Param("analysis check (stabsim.checks registry) run after the study", None, string()),
+    "check": Param("analysis check (stabsim.checks registry) run after the study", None, _check_check),
 }
 
 
@@ -576,15 +593,28 @@ class StudySpec:
 
     # identity -----------------------------------------------------------------------------
     def normalized(self) -> dict:
-        """Everything that determines the data (not description, suite, bounds)."""
+        """Everything that determines the data (not description, suite, bounds).  The code is
+        not part of it: its identity is recorded beside every result (``stabsim.codeid``)."""
         return {"id": self.id, "kind": self.kind, "seed": self.seed, "replicates": self.replicates,
                 "chunk": self.chunk, "sections": self.sections, "sweep": self.sweep,
-                "stabsim_version": __version__, "format": FORMAT_VERSION}
+                "format": FORMAT_VERSION}
 
     @property
     def fingerprint(self) -> str:
         text = json.dumps(self.normalized(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    @property
+    def data_fingerprint(self) -> str:
+        """The fingerprint without ``replicates`` and ``chunk``: replicate r is a pure function
+        of (this, cell, r), so chunks with the same data fingerprint hold valid replicates for
+        any replicate count and chunk size (the ``chunk_fingerprint`` attr of chunks)."""
+        norm = {k: v for k, v in self.normalized().items() if k not in _CHUNKING_KEYS}
+        text = json.dumps(norm, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+_CHUNKING_KEYS = ("replicates", "chunk")
 
 
 def _sanitize(v) -> str:
@@ -645,6 +675,9 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise StudyError(f"{src}: not valid TOML: {e}") from None
+    if not raw:
+        raise StudyError(f"{src}: the study file is empty (no [study] section, no keys); a study needs at "
+                         "least [study] with e.g. replicates = 100 (see 'stabsim list' for examples)")
     for key, val in raw.items():
         if not isinstance(val, dict):
             raise StudyError(f"{src}: top-level key {key!r} must be inside a section such as [study]")
@@ -886,6 +919,7 @@ class RunResult:
     reused: int = 0
     computed: int = 0
     invalid: list = field(default_factory=list)       # (file name, reason) of deleted chunks
+    stale: list = field(default_factory=list)         # chunks of other code, recomputed (recompute_stale)
     removed_temps: list = field(default_factory=list)
     status: str = "complete"                           # or "already complete"
     seconds: float = 0.0
@@ -898,8 +932,52 @@ class RunResult:
                 f"{extra}) in {self.seconds:.1f} s -> {self.data_path}")
 
 
-def _compute_chunk(func, spec, coords, reps, numba_threads=None):
-    """Run one chunk (in-process or on a dask worker)."""
+class StaleCode(StudyError):
+    """Stored chunks, or a dask worker, come from other code than this process's."""
+
+
+def _code_mismatch(what: str, old: dict, new: dict, how: str) -> str:
+    from .codeid import describe, differences
+
+    changed = "; ".join(differences(old, new)) or "identity not recorded"
+    return (f"{what} other code than this process: {describe(old)}; this process runs {describe(new)} "
+            f"(changed: {changed}). Mixing results of two versions of the code is refused; {how}")
+
+
+_WORKER_HOW = ("start the dask workers from the same stabsim source (same files, same numba/numpy/"
+               "python) as the process that runs the study")
+
+
+def _stamp_code(ds: xr.Dataset, expected: dict | None) -> xr.Dataset:
+    """Record the identity of the code that computed a chunk (``chunk_code_*`` attrs);
+    with ``expected`` (the client's identity), refuse to compute on other code."""
+    from .codeid import code_identity, matches
+
+    mine = code_identity()
+    if expected is not None and not matches(mine, expected):
+        import socket
+
+        raise StaleCode(_code_mismatch(f"the dask worker on {socket.gethostname()} (pid {os.getpid()}) runs",
+                                       mine, expected, _WORKER_HOW))
+    ds.attrs.update({f"chunk_{k}": v for k, v in mine.items()})
+    return ds
+
+
+def _check_returned_code(ds: xr.Dataset, mine: dict) -> None:
+    """A chunk coming back from a worker must carry this process's code identity (a worker
+    running an older stabsim does not stamp it at all)."""
+    from .codeid import matches, recorded_identity
+
+    rec = recorded_identity({k: v for k, v in ds.attrs.items() if k.startswith("chunk_code_")})
+    if not matches(rec, mine):
+        raise StaleCode(_code_mismatch("a chunk came back from a dask worker computed by", rec, mine, _WORKER_HOW))
+
+
+def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=None):
+    """Run one chunk (in-process or on a dask worker).  ``expected_code``: the identity of
+    the process that submitted it; a worker running other code refuses (``StaleCode``)."""
+    if expected_code is not None:
+        _stamp_code(xr.Dataset(), expected_code)  # fail before computing
     if numba_threads:
         import numba
 
@@ -909,7 +987,7 @@ def _compute_chunk(func, spec, coords, reps, numba_threads=None):
         raise TypeError(f"study kind {spec.kind!r} must return an xarray.Dataset with a 'replicate' dim")
     if not np.array_equal(ds["replicate"].values, reps):
         raise ValueError(f"study kind {spec.kind!r} returned replicate ids that differ from the requested ones")
-    return ds
+    return _stamp_code(ds, expected_code)
 
 
 def _parse_scheduler(scheduler):
@@ -957,8 +1035,17 @@ class Executor:
                 raise StudyError(f"cannot connect to the dask scheduler at {arg}: {e}") from None
         self._own = True
 
-    def close(self):
+    def close(self, interrupted: bool = False):
+        """Shut down what this executor started.  ``interrupted`` (Ctrl-C, SIGTERM): first kill
+        the local workers' processes, whose running chunk is discarded anyway, so that the
+        shutdown takes a fraction of a second instead of waiting for their kernels (about 4 s)."""
         if self._own:
+            if interrupted and self.cluster is not None:
+                for w in list(getattr(self.cluster, "workers", {}).values()):
+                    try:  # best effort: distributed's Nanny -> WorkerProcess -> AsyncProcess
+                        w.process.process.kill()
+                    except Exception:  # noqa: BLE001
+                        pass
             if self.client is not None:
                 self.client.close()
             if self.cluster is not None:
@@ -967,8 +1054,8 @@ class Executor:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        self.close(interrupted=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
     def run(self, func, spec, jobs):
         """Yield ``(job, dataset)`` as chunks finish; ``jobs``: list of (cell, start, stop, path)."""
@@ -980,12 +1067,15 @@ class Executor:
             return
         from dask.distributed import as_completed
 
+        from .codeid import code_identity
+
         futures = {}
         for job in jobs:
             cell, start, stop, path = job
             fut = self.client.submit(_compute_chunk, func, spec, cell.coords,
                                      np.arange(start, stop, dtype=np.int64), self.numba_threads,
-                                     key=f"stabsim-{spec.fingerprint[:8]}-{path.stem}", pure=False)
+                                     key=f"stabsim-{spec.fingerprint[:8]}-{path.stem}", pure=False,
+                                     expected_code=code_identity())
             futures[fut] = job
         try:
             for fut in as_completed(futures):
@@ -999,6 +1089,7 @@ class Executor:
 
 def _manifest(spec: StudySpec) -> dict:
     return {"format": FORMAT_VERSION, "study_id": spec.id, "fingerprint": spec.fingerprint,
+            "data_fingerprint": spec.data_fingerprint,
             "stabsim_version": __version__, "kind": spec.kind, "profile": spec.profile, "seed": spec.seed,
             "replicates": spec.replicates, "chunk": spec.chunk, "n_cells": len(spec.cells()),
             "n_chunks": spec.n_chunks, "study_path": spec.path, "spec": spec.normalized(),
@@ -1006,18 +1097,20 @@ def _manifest(spec: StudySpec) -> dict:
 
 
 def _data_complete(sd: StudyDir, spec: StudySpec) -> bool:
+    """data.nc exists, its checksums verify, and it holds this study."""
+    from .store import verify_data
+
     if not sd.data_path.exists():
         return False
     try:
-        with xr.open_dataset(sd.data_path, engine="h5netcdf") as ds:
-            return ds.attrs.get("study_fingerprint") == spec.fingerprint
-    except Exception:
+        return verify_data(sd.data_path).attrs.get("study_fingerprint") == spec.fingerprint
+    except StoreError:
         return False
 
 
 def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: bool = False,
               progress: bool = True, keep_chunks: bool = False, resume_hint: str | None = None,
-              log=None, executor: "Executor | None" = None) -> RunResult:
+              log=None, executor: "Executor | None" = None, recompute_stale: bool = False) -> RunResult:
     """Run ``spec`` into ``out_dir/<spec.id>/``; resume whatever an earlier run finished.
 
     scheduler : None / ``"local"`` (in-process; numba threads parallelise inside a chunk),
@@ -1026,95 +1119,265 @@ def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: b
         dask cluster).  ``client``: an existing ``dask.distributed.Client`` instead.
         Workers only compute; this process writes every chunk, so workers need no access
         to ``out_dir``.
-    force : if ``out_dir/<id>`` holds a *different* study (another fingerprint), delete
-        its results and start over (without ``force`` that is an error).  For the same
-        study ``force`` changes nothing: finished chunks are always reused.
+    force : if ``out_dir/<id>`` holds a *different* study (another seed, sweep, parameter:
+        the refusal names the keys that changed), remove that study's data.nc and chunks
+        (without ``force`` that is an error).  Only what is invalid for this study goes:
+        chunks that validate for it are kept.  A changed ``replicates`` or ``chunk`` is not
+        a different study: every valid replicate is reused (re-chunked as needed).
     keep_chunks : keep ``chunks/`` after ``data.nc`` is written and checked (default: delete).
+        Remembered in ``study.json``: later runs keep them too.
+    recompute_stale : chunks computed by other code (``stabsim.codeid``: another source hash
+        or numba/numpy/Python version) are an error naming both identities; with this, they
+        are deleted and recomputed (the chunks of this code are kept).
     executor : an ``Executor`` shared between several studies (then ``scheduler`` and
         ``client`` are ignored and the caller closes it).
 
     Every finished chunk is written at once (atomically, ``stabsim.store``); on start,
-    existing chunks are validated and invalid ones deleted and recomputed.  On Ctrl-C the
+    existing chunks are validated and invalid ones deleted and recomputed; data.nc's
+    checksums are verified (a damaged one is moved aside to ``data.nc.damaged``, said so,
+    and rebuilt from kept chunks or recomputed).  On Ctrl-C the
     finished chunks stay, a message says how to resume, and KeyboardInterrupt is re-raised.
     """
     log = log or (lambda msg: print(msg, file=sys.stderr))
     t0 = time.perf_counter()
     sd = StudyDir(Path(out_dir) / spec.id)
     kind = KINDS[spec.kind]
-    cells, ranges = spec.cells(), spec.chunk_ranges()
-    result = RunResult(spec.id, sd.root, sd.data_path, len(cells) * len(ranges))
+    result = RunResult(spec.id, sd.root, sd.data_path, spec.n_chunks)
     try:
         lock = sd.lock()
         lock.__enter__()
     except StoreError as e:
         raise StudyError(str(e)) from None
     try:
-        # 1. the directory belongs to this study?
-        try:
-            manifest = sd.read_manifest()
-        except StoreError as e:
-            if not force:
-                raise StudyError(str(e)) from None
-            manifest = {"study_id": "?", "fingerprint": "unreadable study.json"}
-        if manifest is not None and manifest.get("fingerprint") != spec.fingerprint or (
-                manifest is None and sd.has_results()):
-            if not force:
-                what = (f"study {manifest.get('study_id')!r} (profile {manifest.get('profile')}, seed "
-                        f"{manifest.get('seed')}, fingerprint {manifest.get('fingerprint')})"
-                        if manifest else "files of an unknown run (no study.json)")
-                raise StudyError(f"{sd.root} holds {what}, not this study {spec.id!r} (profile {spec.profile}, "
-                                 f"seed {spec.seed}, fingerprint {spec.fingerprint}); refusing to mix results. "
-                                 "Use another --out directory, or --force to delete the old results")
-            for p in sd.wipe():
-                log(f"--force: removed {p}")
-            manifest = None
-        result.removed_temps = [str(p) for p in sd.remove_temps()]
-        if manifest is None:
-            sd.write_manifest(_manifest(spec))
-        if _data_complete(sd, spec):
-            result.status = "already complete"
-            _refresh_attrs(sd, spec)
-            if not keep_chunks:
-                _remove_chunks(sd, spec)
-            result.seconds = time.perf_counter() - t0
-            return result
-
-        # 2. which chunks are done?
-        jobs, expected = [], {}
-        for cell in cells:
-            cjson = json.dumps(cell.coords, sort_keys=True)
-            for start, stop in ranges:
-                path = sd.chunk_path(cell.id, start, stop)
-                meta = chunk_attrs(spec.fingerprint, cell.id, cjson, np.arange(start, stop))
-                expected[path.name] = meta
-                if path.exists():
-                    reason = validate_chunk(path, meta)
-                    if reason is None:
-                        result.reused += 1
-                        continue
-                    path.unlink()
-                    result.invalid.append((path.name, reason))
-                    log(f"{spec.id}: invalid chunk {path.name} ({reason}); recomputing it")
-                jobs.append((cell, start, stop, path))
-        for p in sd.chunk_files():
-            if p.name not in expected:
-                log(f"{spec.id}: ignoring unexpected file {p}")
-        if result.reused:
-            log(f"{spec.id}: resuming, {result.reused} of {result.n_chunks} chunks already done")
-
-        # 3. compute the missing chunks
-        if jobs:
-            _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executor, progress, log,
-                      resume_hint)
-
-        # 4. assemble
-        assemble(spec, sd)
-        if not keep_chunks:
-            _remove_chunks(sd, spec)
+        _run_locked(spec, sd, kind, result, log, force=force, keep_chunks=keep_chunks,
+                    recompute_stale=recompute_stale, scheduler=scheduler, client=client, executor=executor,
+                    progress=progress, resume_hint=resume_hint)
     finally:
         lock.__exit__(None, None, None)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _flat(d, prefix="") -> dict:
+    out = {}
+    for k, v in (d or {}).items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flat(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+#: keys of old manifests' specs that are no longer part of the study's identity
+_LEGACY_SPEC_KEYS = ("stabsim_version",)
+
+
+def _spec_changes(old: dict | None, new: dict) -> list[tuple[str, Any, Any]]:
+    """``(dotted key, old value, new value)`` for every key of the normalised spec that differs."""
+    a = {k: v for k, v in _flat(old).items() if k not in _LEGACY_SPEC_KEYS}
+    b = _flat(new)
+    missing = object()
+    out = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k, missing), b.get(k, missing)
+        if va != vb:
+            out.append((k, "(absent)" if va is missing else va, "(absent)" if vb is missing else vb))
+    return out
+
+
+def _changes_text(changes) -> str:
+    return "; ".join(f"{k}: {o!r} -> {n!r}" for k, o, n in changes) or "no key (the fingerprint only)"
+
+
+_FOREIGN = "attr chunk_fingerprint is"
+
+
+def _move_aside(path: Path, suffix: str) -> Path:
+    dest = path.with_name(path.name + suffix)
+    os.replace(path, dest)
+    return dest
+
+
+def _run_locked(spec, sd, kind, result, log, *, force, keep_chunks, recompute_stale, scheduler, client,
+                executor, progress, resume_hint):
+    from .codeid import code_identity, describe, differences, matches, recorded_identity
+    from .store import CHUNK_RE, STALE, DamagedData, verify_data
+
+    code = code_identity()
+    cells = spec.cells()
+    R = spec.replicates
+
+    # 1. study.json: the directory belongs to this study?  A lost or damaged one is rebuilt (every
+    #    chunk and data.nc carries its own record); another study's is refused unless --force.
+    problem = None
+    try:
+        manifest = sd.read_manifest()
+    except StoreError as e:
+        manifest, problem = None, str(e)
+    if manifest is None and problem is None and sd.has_results():
+        problem = f"{sd.manifest_path} is missing"
+    if problem:
+        log(f"{spec.id}: {problem}; rebuilding it (every chunk and data.nc is checked against this study "
+            "by its own records)")
+    remembered_keep = bool(manifest and manifest.get("keep_chunks"))
+    keep = bool(keep_chunks or remembered_keep)
+    foreign_study = False
+    if manifest is not None and manifest.get("fingerprint") != spec.fingerprint:
+        changes = _spec_changes(manifest.get("spec"), spec.normalized())
+        data_changes = [c for c in changes if c[0] not in _CHUNKING_KEYS]
+        if data_changes:
+            if not force:
+                what = (f"study {manifest.get('study_id')!r} (profile {manifest.get('profile')}, seed "
+                        f"{manifest.get('seed')}, fingerprint {manifest.get('fingerprint')})")
+                raise StudyError(f"{sd.root} holds {what}, not this study {spec.id!r} (profile {spec.profile}, "
+                                 f"seed {spec.seed}, fingerprint {spec.fingerprint}); changed: "
+                                 f"{_changes_text(data_changes)}; refusing to mix results. Use another --out "
+                                 "directory, or --force to remove the old study's files (chunks valid for this "
+                                 "study are kept)")
+            foreign_study = True
+        elif changes:
+            log(f"{spec.id}: {_changes_text(changes)}: every replicate already computed and valid is reused")
+    result.removed_temps = [str(p) for p in sd.remove_temps()]
+    new_manifest = {**_manifest(spec), "keep_chunks": keep}
+    if manifest is None or any(manifest.get(k) != new_manifest[k] for k in ("fingerprint", "keep_chunks")):
+        if manifest is not None and manifest.get("fingerprint") == spec.fingerprint:
+            new_manifest["created"] = manifest.get("created", new_manifest["created"])
+        sd.write_manifest(new_manifest)
+
+    # 2. data.nc: verified (checksums) before it is believed
+    data_note = None
+    if sd.data_path.exists():
+        try:
+            ds = verify_data(sd.data_path)
+        except DamagedData as e:
+            legacy = getattr(e, "legacy", False)
+            dest = _move_aside(sd.data_path, ".unverified" if legacy else ".damaged")
+            data_note = f"{e}; moved aside to {dest.name}"
+        else:
+            fp, dfp = ds.attrs.get("study_fingerprint"), ds.attrs.get("study_data_fingerprint")
+            rec = recorded_identity(ds.attrs)
+            if fp == spec.fingerprint and not (recompute_stale and not matches(rec, code)):
+                if not matches(rec, code):
+                    log(f"{spec.id}: note: {sd.data_path} was computed by {describe(rec)}; this process runs "
+                        f"{describe(code)} (changed: {'; '.join(differences(rec, code))}). It is kept as it is; "
+                        "to recompute it with this code, run again with --recompute-stale")
+                result.status = "already complete"
+                _refresh_attrs(sd, spec, ds)
+                if not keep:
+                    _remove_chunks(sd, spec)
+                return
+            if dfp != spec.data_fingerprint and fp != spec.fingerprint:
+                if not force:
+                    raise StudyError(f"{sd.data_path} holds the results of another study (fingerprint {fp}), "
+                                     f"not this study {spec.id!r} (fingerprint {spec.fingerprint}); refusing to "
+                                     "mix results. Use another --out directory, or --force to remove it")
+                foreign_study = True
+            if foreign_study:
+                sd.data_path.unlink()
+                log(f"--force: removed {sd.data_path}")
+            elif fp != spec.fingerprint:
+                log(f"{spec.id}: {sd.data_path} holds this study with replicates = {ds.sizes.get('replicate')}; "
+                    "it is replaced once the new result is assembled")
+
+    # 3. chunks: each checks itself (study, cell, replicates, checksum, code)
+    cjson = {c.id: json.dumps(c.coords, sort_keys=True) for c in cells}
+    valid = {c.id: [] for c in cells}
+    stale, foreign, bad = [], [], []
+    for p in sd.chunk_files():
+        m = CHUNK_RE.match(p.name)
+        cid, a, b = m.group("cell"), int(m.group("start")), int(m.group("stop"))
+        if cid not in valid or b <= a:
+            if force:
+                p.unlink()
+                log(f"--force: removed {p}")
+            else:
+                log(f"{spec.id}: ignoring unexpected file {p}")
+            continue
+        meta = chunk_attrs(spec.data_fingerprint, cid, cjson[cid], np.arange(a, b))
+        reason = validate_chunk(p, meta, code=code)
+        if reason is None:
+            valid[cid].append((a, b, p))
+        elif reason.startswith(STALE):
+            stale.append(p)
+        elif reason.startswith(_FOREIGN):
+            foreign.append((p, reason))
+        else:
+            bad.append((p, reason))
+    if foreign and not force:
+        p, reason = foreign[0]
+        raise StudyError(f"{sd.chunk_dir} holds {len(foreign)} chunk(s) of another study (e.g. {p.name}: {reason}), "
+                         f"not of this study {spec.id!r}; refusing to mix results. Use another --out directory, "
+                         "or --force to remove them (chunks valid for this study are kept)")
+    for p, reason in foreign:
+        p.unlink()
+        log(f"--force: removed {p} ({reason})")
+    for p, reason in bad:
+        p.unlink()
+        result.invalid.append((p.name, reason))
+        log(f"{spec.id}: invalid chunk {p.name} ({reason}); removed, its replicates are recomputed")
+    n_valid = sum(map(len, valid.values()))
+    if stale:
+        old = recorded_identity({k: v for k, v in open_chunk(stale[0]).attrs.items() if k.startswith("chunk_code_")})
+        if not recompute_stale:
+            raise StaleCode(_code_mismatch(
+                f"{spec.id}: {len(stale)} chunk(s) in {sd.chunk_dir} were computed by", old, code,
+                f"to recompute only those {len(stale)} chunk(s) with this code (keeping the {n_valid} valid ones "
+                "it computed), run again with --recompute-stale (run_study(..., recompute_stale=True)); or use "
+                "another --out directory"))
+        for p in stale:
+            p.unlink()
+        result.stale = [p.name for p in stale]
+        log(f"{spec.id}: --recompute-stale: removed {len(stale)} chunk(s) computed by {describe(old)}; "
+            "recomputing them with this code")
+
+    # 4. cover replicates 0..R-1 of every cell with valid chunks (any chunking); the gaps are jobs
+    cover, jobs, expected, used = {}, [], {}, set()
+    reused_reps = 0
+    for cell in cells:
+        files = valid[cell.id]
+        pieces, pos = [], 0
+        while pos < R:
+            best = max((f for f in files if f[0] <= pos < f[1]), key=lambda f: f[1], default=None)
+            if best is not None:
+                hi = min(best[1], R)
+                pieces.append((best[2], best[0], best[1], pos, hi))
+                used.add(best[2])
+                reused_reps += hi - pos
+                pos = hi
+                continue
+            gap_end = min([f[0] for f in files if f[0] > pos] + [R])
+            while pos < gap_end:
+                stop = min(gap_end, (pos // spec.chunk + 1) * spec.chunk)
+                path = sd.chunk_path(cell.id, pos, stop)
+                expected[path.name] = chunk_attrs(spec.data_fingerprint, cell.id, cjson[cell.id],
+                                                  np.arange(pos, stop))
+                jobs.append((cell, pos, stop, path))
+                pieces.append((path, pos, stop, pos, stop))
+                pos = stop
+        cover[cell.id] = pieces
+    result.reused = len(used)
+    result.n_chunks = len(used) + len(jobs)
+    if data_note:
+        how = (f"rebuilding it from the {len(used)} kept chunk(s)" if not jobs else
+               f"recomputing {len(jobs)} chunk(s)" + (f" (reusing {len(used)} kept)" if used else ""))
+        log(f"{spec.id}: {data_note}; {how}")
+    if result.reused:
+        log(f"{spec.id}: resuming, {result.reused} of {result.n_chunks} chunks already done")
+        if reused_reps and any(not (a, b) in spec.chunk_ranges() for p, a, b, lo, hi in
+                               (x for pcs in cover.values() for x in pcs) if p in used):
+            log(f"{spec.id}: {reused_reps} of {R * len(cells)} replicates reused from chunks of another "
+                "chunking")
+
+    # 5. compute the missing chunks
+    if jobs:
+        _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executor, progress, log,
+                  resume_hint)
+
+    # 6. assemble, then drop the chunks data.nc now holds (unless kept)
+    assemble(spec, sd, cover=cover)
+    if not keep:
+        _remove_chunks(sd, spec, log=log)
 
 
 def run_studies(specs, out_dir, *, scheduler=None, client=None, **kw) -> list[RunResult]:
@@ -1127,24 +1390,40 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
               resume_hint):
     from tqdm import tqdm
 
+    from .resources import ResourceError, check_study
+
+    try:  # memory of one chunk, disk of the results: refused before any allocation or compute
+        check_study(spec, sd.root)
+    except ResourceError as e:
+        raise StudyError(str(e)) from None
     bar = tqdm(total=result.n_chunks, initial=result.n_chunks - len(jobs), unit="chunk", desc=spec.id,
                disable=not progress, file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
     try:
         own = executor is None
         ex = Executor(scheduler, client) if own else executor
         try:
+            from .codeid import code_identity
+
+            mine = code_identity()
             for (cell, start, stop, path), ds in ex.run(kind.func, spec, jobs):
+                _check_returned_code(ds, mine)  # a dask worker running other code never mixes in
                 sd.write_chunk(ds, path, expected[path.name])
                 result.computed += 1
                 bar.update(1)
+        except KeyboardInterrupt:
+            if own:
+                ex.close(interrupted=True)
+                own = False
+            raise
         finally:
             if own:
                 ex.close()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (stabsim._signals.Terminated)
         bar.close()
         done = result.reused + result.computed
         hint = resume_hint or "run the same run_study(...) call again"
-        log(f"\ninterrupted: {done} of {result.n_chunks} chunks of study {spec.id!r} are saved in "
+        what = f"terminated (signal {e.signum})" if hasattr(e, "signum") else "interrupted"
+        log(f"\n{what}: {done} of {result.n_chunks} chunks of study {spec.id!r} are saved in "
             f"{sd.chunk_dir}; to resume, {hint}")
         raise
     except (StudyError, StoreError):
@@ -1157,18 +1436,32 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
         bar.close()
 
 
-def _remove_chunks(sd: StudyDir, spec: StudySpec) -> None:
-    names = {sd.chunk_path(c.id, a, b).name for c in spec.cells() for a, b in spec.chunk_ranges()}
+def _remove_chunks(sd: StudyDir, spec: StudySpec, log=None) -> None:
+    """Delete the chunk files of this study's cells whose replicates data.nc holds (a chunk
+    with replicates beyond ``replicates`` is valid work data.nc lacks: it stays)."""
+    from .store import CHUNK_RE
+
+    ids = {c.id for c in spec.cells()}
+    kept = []
     for p in sd.chunk_files():
-        if p.name in names:
+        m = CHUNK_RE.match(p.name)
+        if m.group("cell") not in ids:
+            continue
+        if int(m.group("stop")) <= spec.replicates:
             p.unlink()
+        else:
+            kept.append(p.name)
+    if kept and log is not None:
+        log(f"{spec.id}: kept {len(kept)} chunk file(s) holding replicates beyond replicates = "
+            f"{spec.replicates} (e.g. {kept[0]}): data.nc does not hold them")
     if sd.chunk_dir.is_dir() and not any(sd.chunk_dir.iterdir()):
         sd.chunk_dir.rmdir()
 
 
 # ---- assembly ----------------------------------------------------------------------------
 
-_PROVENANCE_KEYS = ("stabsim_version", "git_commit", "numba_version", "numpy_version", "created")
+_PROVENANCE_KEYS = ("stabsim_version", "git_commit", "numba_version", "numpy_version", "created",
+                    "code_sha256", "code_git_commit", "code_git_dirty", "code_python", "code_numpy", "code_numba")
 
 
 def _versions() -> dict:
@@ -1188,6 +1481,7 @@ def study_attrs(spec: StudySpec) -> dict:
     return provenance(
         study_id=spec.id, study_kind=spec.kind, study_profile=spec.profile or "", seed=spec.seed,
         replicates=spec.replicates, study_fingerprint=spec.fingerprint,
+        study_data_fingerprint=spec.data_fingerprint,
         study_file=spec.text, study_path=spec.path or "",
         study_spec=json.dumps(spec.normalized(), sort_keys=True),
         study_description=spec.description, sweep_dims=json.dumps(list(spec.sweep)),
@@ -1215,7 +1509,7 @@ def _constant_along(arr: np.ndarray, axis: int) -> bool:
 LAZY_ASSEMBLY_BYTES = 256 * 2**20
 
 
-def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = None) -> Path:
+def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = None, cover: dict | None = None) -> Path:
     """Concatenate the chunks along ``replicate`` per cell, stack the cells along the sweep
     dims and write ``data.nc`` (atomically, checked; chunk files are left alone).  Returns
     the path of ``data.nc``.
@@ -1224,16 +1518,25 @@ def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = 
     time while ``data.nc`` is written.  Default: lazy when the result is estimated to exceed
     ``LAZY_ASSEMBLY_BYTES``; smaller results are assembled in memory (faster, and no dask
     import).
+
+    ``cover``: ``{cell id: [(path, start, stop, lo, hi), ...]}``, the chunk files (holding
+    replicates start..stop-1) whose replicates lo..hi-1 make up the cell, in order (what
+    ``run_study`` found valid, in any chunking); default: the files of the spec's chunking.
+
+    data.nc is written with checksums (``stabsim.store.write_data``: Fletcher-32 per array
+    variable, SHA-256 of the rest), verified before it gets its final name.
     """
     import contextlib
 
     sd = sd if isinstance(sd, StudyDir) else StudyDir(sd)
     axes = list(spec.sweep)
     labels = {a: _axis_values(spec.sweep[a]) for a in axes}
-    ranges = spec.chunk_ranges()
+    if cover is None:
+        cover = {c.id: [(sd.chunk_path(c.id, a, b), a, b, a, b) for a, b in spec.chunk_ranges()]
+                 for c in spec.cells()}
     if lazy is None:
-        first = spec.cells()[0]
-        per_rep = open_chunk(sd.chunk_path(first.id, *ranges[0])).nbytes / (ranges[0][1] - ranges[0][0])
+        path0, a0, b0 = cover[spec.cells()[0].id][0][:3]
+        per_rep = open_chunk(path0).nbytes / (b0 - a0)
         lazy = per_rep * spec.replicates * len(spec.cells()) > LAZY_ASSEMBLY_BYTES
     if lazy:
         import dask
@@ -1246,9 +1549,11 @@ def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = 
         with ctx:
             for cell in spec.cells():
                 parts = []
-                for start, stop in ranges:
-                    ds = open_chunk(sd.chunk_path(cell.id, start, stop), lazy=lazy)
+                for path, start, stop, lo, hi in cover[cell.id]:
+                    ds = open_chunk(path, lazy=lazy)
                     opened.append(ds)
+                    if (lo, hi) != (start, stop):  # part of a chunk of another chunking
+                        ds = ds.isel(replicate=slice(lo - start, hi - start))
                     parts.append(ds)
                 cds = parts[0] if len(parts) == 1 else xr.concat(
                     parts, dim="replicate", data_vars="minimal", coords="minimal", compat="equals",
@@ -1294,23 +1599,26 @@ def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = 
                 if fp != spec.fingerprint or sizes != dict(out.sizes):
                     raise StoreError(f"{tmp} does not read back as written")
 
-            atomic_write_netcdf(out, sd.data_path, check=check)
+            write_data(out, sd.data_path, check=check)
     finally:
         for ds in opened:
             ds.close()
     return sd.data_path
 
 
-def _refresh_attrs(sd: StudyDir, spec: StudySpec) -> None:
+def _refresh_attrs(sd: StudyDir, spec: StudySpec, ds: xr.Dataset | None = None) -> None:
     """A finished data.nc whose study text changed only in non-data fields (description,
-    bounds): rewrite its attrs."""
-    with xr.open_dataset(sd.data_path, engine="h5netcdf") as ds:
-        if ds.attrs.get("study_file") == spec.text and ds.attrs.get("study_profile") == (spec.profile or ""):
-            return
-        new = ds.load()
-    keep = {k: v for k, v in new.attrs.items() if k not in study_attrs(spec)}
-    new.attrs = {**keep, **study_attrs(spec)}
-    atomic_write_netcdf(clean_encoding(new), sd.data_path)
+    bounds): rewrite its attrs (the code identity and creation time stay those of the run
+    that computed it).  ``ds``: data.nc already loaded and verified."""
+    from .store import verify_data, write_data
+
+    new = verify_data(sd.data_path) if ds is None else ds
+    if new.attrs.get("study_file") == spec.text and new.attrs.get("study_profile") == (spec.profile or ""):
+        return
+    old = dict(new.attrs)
+    new.attrs = {**{k: v for k, v in old.items() if k not in study_attrs(spec)}, **study_attrs(spec),
+                 **{k: old[k] for k in _PROVENANCE_KEYS if k in old}}
+    write_data(new, sd.data_path)
 
 
 # ---- discovery -------------------------------------------------------------------------

@@ -7,6 +7,7 @@ returns an ``xarray.Dataset`` with dims ``replicate`` and ``t`` (the checkpoints
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import xarray as xr
@@ -19,6 +20,7 @@ from .kernels.twin import checkpoint_sums
 from .losses import get_loss
 from .neighbours import as_neighbour, make_neighbours
 from .provenance import provenance
+from .resources import check_memory, fmt_bytes, twin_bytes
 from .steps import kernel_step_sizes
 from .validation import check_Xy, positive_int
 
@@ -72,6 +74,32 @@ def extend_with_replacements(X, Y, xrep, yrep):
         Yext = np.concatenate([Y, yrep[:, None]], axis=1)
         krows = np.full(R, n, dtype=np.int64)
     return np.ascontiguousarray(Xext), np.ascontiguousarray(Yext), krows
+
+
+def twin_memory(*, R, n, d, p, md, C, T, nS, record_outputs, eta, alg, lossf) -> dict:
+    """``stabsim.resources.twin_bytes`` for one ``run_twin`` configuration."""
+    from .kernels.twin import ALL_PREV, FULL_BATCH
+    from .losses import AUC, AUC_ORDERED, RANKING, SQUARED
+
+    const = isinstance(eta, numbers.Real) or (isinstance(eta, (list, tuple)) and len(eta) == 2
+                                              and isinstance(eta[0], str) and eta[0] == "constant")
+    steps = (0 if const else 1) + (1 if alg.output == "t_weighted_lag2" else 0)
+    all_prev = alg.schedule == ALL_PREV
+    linear = lossf.form in (AUC, AUC_ORDERED, RANKING)
+    return twin_bytes(R=R, n=n, d=d, p=p, md=md, C=C, T=T, nS=nS, record_outputs=record_outputs,
+                      step_arrays=steps, all_prev=all_prev, full_batch=alg.schedule == FULL_BATCH,
+                      stats=all_prev and linear and lossf.phi == SQUARED)
+
+
+def check_twin_memory(**kw) -> None:
+    """Raise ``ResourceError`` (before anything is allocated) when ``run_twin`` would need more
+    memory than the machine has; the message names the size and how to shrink it."""
+    est = twin_memory(**kw)
+    R, C, T, p = kw["R"], kw["C"], kw["T"], kw["p"]
+    parts = ", ".join(f"{k} {fmt_bytes(v)}" for k, v in est.items() if k != "total")
+    check_memory(est["total"], f"run_twin with {R} replicates x {C} checkpoints (T = {T}, {p} parameters; "
+                 f"{parts})", "use fewer replicates (run them in blocks: each replicate depends only on (seed, "
+                 "replicate id)), fewer checkpoints, a smaller d, or record_outputs=False")
 
 
 def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", eta=0.1,
@@ -137,14 +165,16 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     if cons.matrix and not lossf.matrix:
         raise ValueError(f"constraint {cons.name!r} is for matrix parameters (metric learning losses)")
     p = d * d if lossf.matrix else d
+    ck = log_checkpoints(T) if checkpoints is None else np.unique(np.asarray(checkpoints, dtype=np.int64))
+    if ck.size == 0 or ck[0] < 1 or ck[-1] > T:
+        raise ValueError(f"checkpoints must be steps in [1, T={T}], got {ck.tolist()[:5]}...")
+    check_twin_memory(R=R, n=n, d=d, p=p, md=md, C=ck.size, T=T, nS=nS, record_outputs=bool(record_outputs),
+                      eta=eta, alg=alg, lossf=lossf)
     etas, es = kernel_step_sizes(eta, T)
     omegas, os_ = alg.kernel_omegas(etas, es, T)
     sigma = float(sigma)
     if not (sigma >= 0 and math.isfinite(sigma)):
         raise ValueError(f"sigma (noise level) must be finite and >= 0, got {sigma!r}")
-    ck = log_checkpoints(T) if checkpoints is None else np.unique(np.asarray(checkpoints, dtype=np.int64))
-    if ck.size == 0 or ck[0] < 1 or ck[-1] > T:
-        raise ValueError(f"checkpoints must be steps in [1, T={T}], got {ck.tolist()[:5]}...")
     nb = as_neighbour(neighbour)
     kidx, xrep, yrep = make_neighbours(nb, X, y, reps, seed, problem=problem)
     Xext, Yext, krows = extend_with_replacements(X, y, xrep, yrep)

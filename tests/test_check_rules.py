@@ -178,6 +178,6 @@ method = ["p1_alg1", "olp"]
         if r["label"].startswith("digits"):
             assert r["verdict"] == STAND_IN and r["data"] == "stand-in" and "rule verdict" in r["notes"]
         else:
-            assert r["verdict"] in ("consistent", "inconsistent") and r["data"] == "real"
+            assert r["verdict"] in ("consistent", "inconclusive", "inconsistent") and r["data"] == "real"
     quali = [r for r in rows if r["key"] in ("P1.Sec6.competitive", "P1.Fig1.cpu") and r["label"] == "digits"]
     assert quali and all(r["verdict"] != STAND_IN and r["data"] == "stand-in" for r in quali)

@@ -127,7 +127,7 @@ def test_tiny_gd_verdicts(out):
     assert by_key["P2.Thm2.excess"]["verdict"] == "holds"
     assert by_key["P2.Thm3.excess.explicit"]["verdict"] == "holds"
     for k in ("P2.Remark2.excess", "P2.Lemma2.excess.exp", "P2.Thm3.excess", "P2.Lemma2.excess.hp", "P2.Lemma1.beta"):
-        assert by_key[k]["verdict"] == "consistent", by_key[k]
+        assert by_key[k]["verdict"] in ("matches", "faster than claimed"), by_key[k]
     assert all((out / "p2_tiny_gd" / r["figure"]).is_file() for r in rows)
     text = (out / "p2_tiny_gd" / "summary.md").read_text()
     assert "REMOVAL" in text  # the neighbour relation is stated
@@ -150,7 +150,7 @@ def test_tiny_gd_data(out):
 
 def test_tiny_elastic_and_privacy(out):
     (r,) = _rows(out, "p2_tiny_elastic")
-    assert r["key"] == "P2.Lemma1.beta" and r["verdict"] == "consistent", r
+    assert r["key"] == "P2.Lemma1.beta" and r["verdict"] in ("matches", "faster than claimed"), r
     rows = _rows(out, "p2_tiny_privacy")
     assert [x["verdict"] for x in rows] == ["holds"]
     assert rows[0]["tag"] == "CONDITION"

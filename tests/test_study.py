@@ -56,10 +56,11 @@ def write_study(tmp_path, name="small", *, seed=7, replicates=6, chunk=2, T=200,
 
 def load(path) -> xr.Dataset:
     """data.nc without the attrs that may legitimately differ between two runs: the creation
-    time, and the git commit (in a shared checkout someone may commit between two runs)."""
+    time, and the git commit (in a shared checkout someone may commit between two runs), and the
+    checksum record (it covers the attrs, creation time included)."""
     ds = xr.load_dataset(path, engine="h5netcdf")
-    ds.attrs.pop("created")
-    ds.attrs.pop("git_commit")
+    for key in ("created", "git_commit", "code_git_commit", "code_git_dirty", "stabsim_integrity"):
+        ds.attrs.pop(key)
     return ds
 
 

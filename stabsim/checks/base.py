@@ -51,7 +51,8 @@ from ..verdicts import OK_VERDICTS, Verdict
 
 __all__ = ["CheckResult", "Check", "CHECKS", "register_check", "get_check", "analyse", "check_name",
            "load_results", "reproduce_command", "ANALYSIS_FILE", "SUMMARY_FILE", "FIGURE_DIR",
-           "sweep_slices", "constant_eta", "figure_name", "cell_setting", "check_kind", "CHECK_KINDS", "STAND_IN"]
+           "sweep_slices", "constant_eta", "figure_name", "cell_setting", "check_kind", "CHECK_KINDS", "STAND_IN",
+           "rate_explanation"]
 
 ANALYSIS_FILE = "analysis.json"
 SUMMARY_FILE = "summary.md"
@@ -245,6 +246,17 @@ def _theorem(key: str) -> str:
     except KeyError:
         return key
     return f"{b.paper} {b.ref}"
+
+
+def rate_explanation(v: Verdict, failure: str) -> str | None:
+    """The explanation of a rate row: none when it succeeds, ``failure`` (the check's reading of a
+    significant failure) when it failed, else a no-claim text from the verdict's own notes (an
+    "inconclusive (curvature)" row is not a slow decay)."""
+    if v.ok:
+        return None
+    if v.failed:
+        return failure
+    return f"{v.label}: no claim either way; " + "; ".join(v.notes)
 
 
 #: kinds of check, counted separately in the report (a theorem bound is not a reproduction).

@@ -58,7 +58,7 @@ from ..measures import REPLICATE, empirical_quantile_index, mean_ci, order_stati
 from ..study import (Param, StudyError, StudySpec, _problem, _validate_twin, boolean, choice, integer,
                      number, open_unit, register_kind, twin_params)
 from ..verdicts import Verdict, check_bound, check_rate, rate_exponent
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
 
 M_AUC_HINGE = 1.0  # M = sup l(0, z, z') = phi(0) = 1 for the AUC hinge loss
 
@@ -746,7 +746,7 @@ def check_rademacher(spec, ds) -> CheckResult:
             fig = _rate_figure(res, figure_name(k, label), t, v.details, v, "rademacher", "t",
                                f"P0 Lemma 5: nuclear-ball class, slope in t ({setting})")
             res.add(v, figure=fig, label=lab + "nuclear, slope in t",
-                    explanation=None if v.ok else "R_t decays more slowly than t^-1/2: " + "; ".join(v.notes))
+                    explanation=rate_explanation(v, "R_t decays more slowly than t^-1/2: " + "; ".join(v.notes)))
             res.measured["chi" + (f" ({label})" if label else "")] = chi
             if dim < 3:
                 res.notes.append("Lemma 5 assumes d >= 3")

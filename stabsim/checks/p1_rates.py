@@ -87,7 +87,7 @@ from ..verdicts import (
     rate_class,
     rate_exponent,
 )
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -330,10 +330,8 @@ def check_excess_rate(spec, ds) -> CheckResult:
                            bound_values=bound, seed=spec.seed, notes=notes)
             fig = res.figure(figure_name(key, label), _rate_figure(res, key, n, measure, bound, v, params, "n",
                                                                    _setting(params, _SCHED_TEXT[rule])))
-            expl = None
-            if not v.ok:
-                expl = ("the measured excess risk decays more slowly than the claimed n-rate on this range of n: "
-                        + "; ".join(v.notes))
+            expl = rate_explanation(v, "the measured excess risk decays more slowly than the claimed n-rate on this "
+                                       "range of n: " + "; ".join(v.notes))
             res.add(v, figure=fig, label=label or None, explanation=expl)
         sfx = _sfx(label)
         res.measured["G" + sfx] = c["G"]
@@ -1066,7 +1064,7 @@ def check_buffer(spec, ds) -> CheckResult:
     fig = res.figure(figure_name(key, "slope in s"), _rate_figure(res, key, svals, measure, bound, v, per_s[0][2], "s",
                                                                   _setting(per_s[0][2], f"t = {tl}")))
     res.add(v, figure=fig, label=f"slope in s at t={tl}",
-            explanation=None if v.ok else "the optimization error grows faster than sqrt(s): " + "; ".join(v.notes))
+            explanation=rate_explanation(v, "the optimization error grows faster than sqrt(s): " + "; ".join(v.notes)))
     res.notes.append("Remark 7 states O(sqrt(s)/sqrt(t)) for a constant step eta ~ 1/sqrt(t) (Remark 7's reading of "
                      "Eq. (5)): every horizon T is a separate run with eta = c/sqrt(T), output Alg. 1's average; "
                      "the decaying schedule eta_j = c/sqrt(j) would give log(t)/sqrt(t) instead.")

@@ -63,7 +63,7 @@ from ..measures import REPLICATE, empirical_quantile_index, mean_ci, order_stati
 from ..study import (TWIN_DATA, Param, StudyError, StudySpec, _problem, boolean, choice, integer, number,
                      register_kind)
 from ..verdicts import check_bound, check_rate
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
 
 _DATA = {k: TWIN_DATA[k] for k in ("problem", "d", "n", "seed", "gamma", "rho", "pi", "flip", "kappa")}
 _P2_LOSSES = ("ranking_logistic", "auc_logistic", "auc_ordered_logistic", "metric_logistic")
@@ -451,11 +451,9 @@ def check_excess(spec, ds) -> CheckResult:
             v = check_rate(ns, excess.values, expo, "upper", key=key, quantity="excess_risk", paired=True,
                            bound_values=bvals, notes=notes)
             entries.append((b, bvals))
-            expl = None
-            if not v.ok:
-                expl = (f"the mean excess decays more slowly than n^{expo:g} on this range: " + _PRE_ASYMPTOTIC
-                        + ". " + "; ".join(v.notes))
-            elif not v.rate_matched:
+            expl = rate_explanation(v, f"the mean excess decays more slowly than n^{expo:g} on this range: "
+                                       + _PRE_ASYMPTOTIC + ". " + "; ".join(v.notes))
+            if v.verdict == "faster than claimed":
                 expl = ("consistent: the excess decays faster than the O(.) claim on this range (exponent not "
                         "attained). With sigma^2 ~ T log(1/delta)/(n eps)^2 the noise terms (p sigma^2/(2 mu), "
                         "p T^2 sigma^2 in Thm 2's A) fall like log(n)/n^2 and still dominate the statistical ~1/n term "
@@ -514,11 +512,9 @@ def check_excess(spec, ds) -> CheckResult:
                                   f"sup over z_i estimated by the max over K = {sub.sizes['k']} removed points"])
             fig = _overlay(res, figure_name("P2.Lemma1.beta", label), mb, [(bl, bv)], [v], setting,
                            ylabel="max_i mean_pairs β_n(z_i; z′, z″) of θ_T (removal)")
-            expl = None
-            if not v.ok:
-                expl = ("beta_n of the noisy GD output decays more slowly than 1/n on this range (Lemma 1 is stated for "
-                        "the ERM; T grows like log n here): " + "; ".join(v.notes))
-            elif not v.rate_matched:
+            expl = rate_explanation(v, "beta_n of the noisy GD output decays more slowly than 1/n on this range "
+                                       "(Lemma 1 is stated for the ERM; T grows like log n here): " + "; ".join(v.notes))
+            if v.verdict == "faster than claimed":
                 expl = "consistent (decays at least as fast as 1/n) but the exponent itself is not attained"
             res.add(v, figure=fig, label=(label + ", " if label else "") + "Alg. 1 theta_T", explanation=expl)
             res.measured[f"mean max_i beta_n of theta_T{sfx}"] = [float(x) for x in mb["estimate"].values]
@@ -565,10 +561,8 @@ def check_lemma1(spec, ds) -> CheckResult:
         fig = _overlay(res, figure_name("P2.Lemma1.beta", label), m, entries, [v, None],
                        f"ERM of {params['elastic']['loss']}, {params['data']['problem']}, d={params['data']['d']}",
                        ylabel="max_i mean_pairs β_n(z_i; z′, z″)  (removal)")
-        expl = None
-        if not v.ok:
-            expl = "beta_n decays more slowly than 1/n on this range: " + "; ".join(v.notes)
-        elif not v.rate_matched:
+        expl = rate_explanation(v, "beta_n decays more slowly than 1/n on this range: " + "; ".join(v.notes))
+        if v.verdict == "faster than claimed":
             expl = "consistent (decays at least as fast as 1/n) but the exponent itself is not attained"
         res.add(v, figure=fig, label=label or None, explanation=expl)
         sfx = f" ({label})" if label else ""

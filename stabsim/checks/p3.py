@@ -620,7 +620,7 @@ def check_calibration(spec, ds) -> CheckResult:
                            f"(tightness {x_a / eps:.3g}); the loose Lemma 3 conversion would say {e_a:.4g}"], R),
                     label=_label(label),
                     explanation=None if ok else (
-                        f"not private at this setting: CATALOGUE P3-E2, eps/log(1/delta) = {eps / lg:.2f} is not << 1 and "
+                        f"not private at this setting: errata P3-E2, eps/log(1/delta) = {eps / lg:.2f} is not << 1 and "
                         f"the approximation over-states rho by {100 * (rho_a / rho_e - 1):.0f}%; exact eps bought "
                         f"{x_a:.4g} > {eps}; our runs use the exact rho"))
             # sigma_t^2: exact / printed / approx, against the run's sigma_t and the privacy bought (exact)
@@ -650,11 +650,11 @@ def check_calibration(spec, ds) -> CheckResult:
                     ok = ok and rel <= 1e-9
                 expl = None
                 if not ok:
-                    expl = {"printed": "not private at this setting: CATALOGUE P3-E1, the printed substitution "
+                    expl = {"printed": "not private at this setting: errata P3-E1, the printed substitution "
                                        "(sqrt(log(1/delta)) + eps - sqrt(log(1/delta)))^2 equals eps^2, so sigma_t^2 as "
                                        f"printed is {rho_e / eps ** 2:.3g} x the exact one; exact eps bought "
                                        f"{x_imp:.4g} > {eps}",
-                            "approx": f"not private at this setting: CATALOGUE P3-E2, the approximation rho ~ "
+                            "approx": f"not private at this setting: errata P3-E2, the approximation rho ~ "
                                       f"eps^2/(4 log(1/delta)) under-noises by {100 * (1 - rho_e / rho_a):.0f}% in "
                                       f"variance (eps/log(1/delta) = {eps / lg:.2f}); exact eps bought {x_imp:.4g} > {eps}",
                             "exact": "our run's sigma_t differs from the exact formula (calibration bug)"}[reading]
@@ -665,7 +665,7 @@ def check_calibration(spec, ds) -> CheckResult:
             s2 = float(get(key)(n=n, G=Gt, alpha=alpha, eps=eps, delta=delta))
             s_run = _c(sub, "sigma_off")
             rel = abs(s_run ** 2 / s2 - 1)
-            sens = 8.0 * Gt * math.log(n) / (alpha * n)          # Alg. 3 "Check" (CATALOGUE P3 A)
+            sens = 8.0 * Gt * math.log(n) / (alpha * n)          # Alg. 3 "Check" (errata P3-A)
             x_off = gdp_epsilon(delta, sens / math.sqrt(s2))     # exact Gaussian mechanism (Balle-Wang)
             meas = float(sub["dist_average"].max())
             ok = rel <= 1e-9 and x_off <= eps * (1 + 1e-9) and meas <= sens
@@ -676,7 +676,7 @@ def check_calibration(spec, ds) -> CheckResult:
             expl = None
             if not ok:
                 expl = (("not private at this setting: classical Gaussian formula sigma = Delta sqrt(2 ln(1.25/delta))/eps "
-                         f"used at eps = {eps:g}, outside its proven range eps < 1 (CATALOGUE P3-E7): "
+                         f"used at eps = {eps:g}, outside its proven range eps < 1 (errata P3-E7): "
                          if x_off > eps else "") + "; ".join(notes))
             res.add(_cond(key, "noise_sigma2", ok, eps, x_off, notes, R), label=_label(label), explanation=expl)
             fig_rows.append((f"{var} eps={eps} offline", eps, x_off))

@@ -739,8 +739,10 @@ def p4_privacy_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.D
     }, coords={"replicate": np.asarray(replicates, dtype=np.int64)}, attrs={"delta": float(delta)})
 
 
-def _cond_verdict(key, ok, notes):
-    return Verdict(key=key, quantity="noise_sigma2", tag="CONDITION", verdict="holds" if ok else "violated",
+def _cond_verdict(key, ok, notes, tag="CONDITION"):
+    """A deterministic check row; tag IDENTITY for self-consistency (formula = calibration), which the
+    report counts as a test, not a finding."""
+    return Verdict(key=key, quantity="noise_sigma2", tag=tag, verdict="holds" if ok else "violated",
                    n_replicates=1, level=math.nan, notes=tuple(notes))
 
 
@@ -771,7 +773,7 @@ def check_condition(spec, ds) -> CheckResult:
         # 1: the formula at the chosen beta is what the calibration returns, and both conditions hold there
         ok1 = bool(np.all(np.abs(sf - sg) <= 1e-10 * sg) and np.all(m1 >= 0) and np.all(m2 >= -1e-12))
         res.add(_cond_verdict(key, ok1, [f"sigma^2/G^2 (grid) = {np.round(sg, 4).tolist()} at eps = {eps.tolist()}",
-                                         f"min condition margins {m1.min():.3g}, {m2.min():.3g}"]),
+                                         f"min condition margins {m1.min():.3g}, {m2.min():.3g}"], tag="IDENTITY"),
                 label=f"formula = calibration, conditions hold{', ' + label if label else ''}",
                 explanation=None if ok1 else "the calibration's sigma^2 differs from Thm 2/5 or a condition fails")
         # 2: RDP re-derivation gives exactly eps (Lemma 8 + 9 + 10), and an accountant's eps is <= eps
@@ -788,7 +790,8 @@ def check_condition(spec, ds) -> CheckResult:
             rel = [abs(sc[i] / ERRATA_MIN_S[e] - 1) for i, e in enumerate(eps) if e in ERRATA_MIN_S]
             ok3 = bool(rel) and max(rel) <= 0.01
             res.add(_cond_verdict(key, ok3, [f"continuous min sigma^2/G^2 = {np.round(sc, 3).tolist()} vs errata P4-A "
-                                             f"{[ERRATA_MIN_S.get(e) for e in eps]} (3 significant digits: 1%)"]),
+                                             f"{[ERRATA_MIN_S.get(e) for e in eps]} (3 significant digits: 1%)"],
+                                        tag="IDENTITY"),
                     label="continuous beta search = errata P4-A table",
                     explanation=None if ok3 else f"relative differences {np.round(rel, 4).tolist()} exceed 1%")
         ax.plot(eps, sg, "o-", label=f"grid beta search {label}")

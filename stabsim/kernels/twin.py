@@ -90,20 +90,39 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from ..constraints import FROBENIUS, L2, project
 from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _linear_coef, linear_pair_coef,
                       pair_loss_grad, point_coef, point_coef_from_dot)
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
+from .._signals import call_interruptible, new_stop_flag
 from .allpairs import allpairs_grad, allprev_pairs, allprev_squared, stats_add
 
 PREVIOUS, ALL_PREV, UNIFORM_PAIR, POINTWISE, FULL_BATCH = range(5)
 N_REC = 5
+#: The fast kernels poll their ``stop`` flag every STOP_POLL + 1 steps (about 0.15 ms at d = 10).
+STOP_POLL = 4095
 LAST_ITERATE = -1
 NOISE_NONE, NOISE_SHARED, NOISE_INDEPENDENT = range(3)
 
 _LINEAR_PAIR_FORMS = (AUC, AUC_ORDERED, RANKING)
+
+
+@intrinsic
+def _stop_requested(typingctx, flag):
+    """flag[0] != 0, read with an atomic (monotonic) load: another thread sets the flag, and a
+    plain load of a loop-invariant address would be hoisted out of the step loop by LLVM."""
+    if not (isinstance(flag, types.Array) and flag.dtype == types.int64):
+        return None
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        val = builder.load_atomic(ary.data, ordering="monotonic", align=8)
+        return builder.icmp_signed("!=", val, context.get_constant(types.int64, 0))
+
+    return types.boolean(flag), codegen
 
 
 @njit(cache=True, inline="always")
@@ -340,9 +359,10 @@ def _build(KIND):
     FAST = KIND != GENERAL
     PAIR = KIND != FAST_POINT
 
-    @njit(cache=True, parallel=True)
+    @njit(cache=True, parallel=True, nogil=True)
     def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
-               T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs):
+               T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+               stop):
         R = W0.shape[0]
         p = W0.shape[1]
         n = X.shape[1] - (R if X.shape[0] == 1 else 1)
@@ -412,6 +432,10 @@ def _build(KIND):
             na, nb = _fast_draw(KIND, key_i, 1, seq, n)
             nya, nyb = _fast_labels(KIND, Ys, na, nb)
             for t in range(1, T + 1):
+                # interrupted (``stop`` set by the caller's thread; rec is then discarded): polled
+                # every STOP_POLL + 1 steps on the fast kinds, every step on the general path
+                if (not FAST or (t & STOP_POLL) == 0) and _stop_requested(stop):
+                    break
                 if FAST:
                     if KIND == FAST_PREVIOUS:
                         ib = ia
@@ -612,6 +636,14 @@ def checkpoint_sums(etas, es, ckpts):
     return out
 
 
+#: Replicates x steps x max(d, 10) below which a fast kind's call is not run in a helper thread.
+INTERRUPTIBLE_MIN_WORK = 2 * 10**7
+
+
+def _direct(fn, *args, stop):
+    return fn(*args)
+
+
 @lru_cache(maxsize=None)
 def _kernel(kind):
     return _build(kind)
@@ -619,7 +651,7 @@ def _kernel(kind):
 
 def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                 etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs,
-                kind=None, T=None, strides=(1, 1)):
+                kind=None, T=None, strides=(1, 1), stop=None):
     """Run R coupled replicates; see the module docstring for the arguments' meaning.
 
     X (nS, n + m, d), Y (nS, n + m): nS = 1 (one data set) or R (one per replicate); the first
@@ -631,6 +663,11 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
     rec_out.  Nothing is allocated inside the step loop.  ``kind`` overrides ``kernel_kind``
     (``GENERAL`` runs any configuration; the tests use it to check that the fast kinds give
     bit-identical results).
+
+    ``stop`` (int64 array of one element, default a fresh zero): the kernel returns early once
+    ``stop[0]`` is non-zero.  Called from the main thread, the kernel runs in a helper thread
+    and a signal (Ctrl-C, SIGTERM) sets the flag and is re-raised here within about a second
+    (``stabsim._signals.call_interruptible``); the unfinished ``rec`` is then discarded.
     """
     sigma = float(sigma)
     noise = NOISE_NONE if sigma == 0.0 else (NOISE_INDEPENDENT if indep_noise else NOISE_SHARED)
@@ -643,7 +680,15 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
         if st not in (0, 1) or arr.shape[0] < (1 if st == 0 else T + 1):
             raise ValueError(f"{name}: need stride 0 (one constant) or 1 with T + 1 = {T + 1} entries, "
                              f"got stride {st} and {arr.shape[0]} entries")
-    _kernel(kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind))(
+    if stop is None:
+        stop = new_stop_flag()
+    kk = kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind)
+    # A short call on a fast kind (under about 0.1 s on one core) runs directly: a signal waits for
+    # it, and it saves the helper thread's start (0.05-0.5 ms on a loaded machine).
+    small = kk != GENERAL and W0.shape[0] * T * max(X.shape[2], 10) < INTERRUPTIBLE_MIN_WORK
+    (_direct if small else call_interruptible)(
+        _kernel(kk),
         X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
         float(q), i64(ckind), float(radius), i64(md), i64(T), etas, i64(es), omegas, i64(os_),
-        i64(avg_lag), i64(noise), sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs)
+        i64(avg_lag), i64(noise), sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs, stop,
+        stop=stop)

@@ -1,0 +1,129 @@
+"""Where numba keeps its on-disk cache of compiled kernels.
+
+numba's cache (``@njit(cache=True)``) checks only the time stamp and size of the file that
+*defines* a function.  A kernel that inlines a helper from another module (``rng.py``,
+``losses.py``, ``constraints.py``, a constant imported from elsewhere) would be served
+stale after an edit of that module.  ``configure_numba_cache()`` therefore points numba at
+a cache folder keyed by the package's source hash (``stabsim.codeid.source_sha256``): any
+edit of any module of the package gives a fresh folder, so nothing compiled from other
+source is ever loaded.
+
+It runs in ``stabsim/__init__.py`` before any kernel is imported.  A ``NUMBA_CACHE_DIR``
+set by the user is respected (the user then owns staleness).  The folder is
+``$XDG_CACHE_HOME/stabsim/numba/<hash16>`` (default ``~/.cache/...``); when that cannot be
+written, ``<tmp>/stabsim-numba-<uid>/<hash16>``; when neither can, kernels compile without an
+on-disk cache (``configure_numba_cache`` returns None), with one warning line.  A user's
+``NUMBA_CACHE_DIR`` that cannot be written falls back the same way, also with one warning.
+
+The variable ``STABSIM_NUMBA_CACHE_AUTO`` marks a ``NUMBA_CACHE_DIR`` that stabsim chose,
+so that a child process (a dask worker, a test subprocess) running *other* stabsim source
+computes its own folder instead of inheriting its parent's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+AUTO_MARK = "STABSIM_NUMBA_CACHE_AUTO"
+
+
+def _writable(d: Path) -> bool:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / f".probe-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return True
+    except OSError:
+        return False
+
+
+def cache_candidates(source_hash: str) -> list[Path]:
+    """Per-hash cache folders, preferred first."""
+    key = source_hash[:16]
+    out = []
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    try:
+        base = Path(xdg) if xdg else Path.home() / ".cache"
+    except (RuntimeError, KeyError):  # no home directory
+        base = None
+    if base is not None:
+        out.append(base / "stabsim" / "numba" / key)
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    out.append(Path(tempfile.gettempdir()) / f"stabsim-numba-{uid}" / key)
+    return out
+
+
+def configure_numba_cache(package_dir=None) -> str | None:
+    """Point numba's cache at a folder keyed by the source hash of ``package_dir`` (default:
+    the stabsim package).  Returns the folder in use, the user's ``NUMBA_CACHE_DIR``, or None
+    (nothing writable: caching is turned off, ``disable_numba_cache``).  An unwritable folder (the
+    user's ``NUMBA_CACHE_DIR``, a read-only install with an unwritable HOME) falls back to the next
+    writable one, or to no cache, with one warning line on stderr."""
+    from .codeid import source_sha256
+
+    env = os.environ
+    user = env.get("NUMBA_CACHE_DIR")
+    bad_user = None
+    if user and user != env.get(AUTO_MARK):
+        if _writable(Path(user)):
+            return user
+        # numba would fail at import ("cannot cache function ...: no locator available") when
+        # the package folder and HOME cannot be written either: fall back, with one warning
+        bad_user = user
+        env.pop("NUMBA_CACHE_DIR", None)
+        _reload()
+    try:
+        h = source_sha256(package_dir)
+    except OSError:
+        return None
+    cands = cache_candidates(h)
+    chosen = next((d for d in cands if _writable(d)), None)
+    if chosen is None:
+        if user:  # the inherited folder of another source (or an unwritable one): do not use it
+            env.pop("NUMBA_CACHE_DIR", None)
+            env.pop(AUTO_MARK, None)
+            _reload()
+        # a read-only install with an unwritable HOME and temp folder: compile in every process
+        # rather than fail at import (numba's own default folders are not keyed by the source)
+        disable_numba_cache()
+        _warn(f"{'NUMBA_CACHE_DIR=' + bad_user + ' and ' if bad_user else ''}no cache folder "
+              f"({', '.join(map(str, cands))}) can be written; numba kernels are compiled in every process "
+              "without an on-disk cache (set NUMBA_CACHE_DIR to a writable folder to keep them)")
+        return None
+    env["NUMBA_CACHE_DIR"] = env[AUTO_MARK] = str(chosen)
+    _reload()
+    if bad_user:
+        _warn(f"NUMBA_CACHE_DIR={bad_user} cannot be written; numba's cache is kept in {chosen} instead")
+    return str(chosen)
+
+
+_warned = False
+
+
+def _warn(msg: str) -> None:
+    """One line on stderr, once per process."""
+    global _warned
+    if not _warned:
+        _warned = True
+        print(f"stabsim: warning: {msg}", file=sys.stderr)
+
+
+def disable_numba_cache() -> None:
+    """Make ``@njit(cache=True)`` compile without an on-disk cache (no locator is looked up, so
+    an unwritable folder cannot fail the decoration at import)."""
+    from numba.core.dispatcher import Dispatcher
+
+    Dispatcher.enable_caching = lambda self: None
+
+
+def _reload() -> None:
+    """numba reads NUMBA_CACHE_DIR when imported; if it already is, make it re-read."""
+    if "numba" in sys.modules:
+        from numba.core import config
+
+        config.reload_config()

@@ -1,0 +1,194 @@
+"""Memory and disk needs, estimated before anything is allocated or computed.
+
+A request beyond what the machine has (``run_twin(replicates=2 * 10**7)``, a study with
+d = 10^6 and metric learning, ...) must fail at once with the size and how to shrink it,
+not after minutes of preparation with a numpy ``MemoryError`` or an uncaught traceback.
+
+``available_memory()``: the smallest of the memory available now (``psutil`` when
+installed, else ``os.sysconf``), the cgroup limit (containers, batch jobs) and the
+address-space limit (``ulimit -v``).  ``check_memory`` / ``check_disk`` raise
+``ResourceError`` (a ``ValueError`` and a ``MemoryError``) naming the need, the limit and
+how to shrink the request.  ``STABSIM_MEMORY_LIMIT`` (bytes, or with a k/M/G/T suffix)
+overrides the memory limit (for tests, or to leave room for other jobs).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+
+class ResourceError(ValueError, MemoryError):
+    """An estimated memory or disk need beyond what the machine has."""
+
+
+def fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} PiB"  # pragma: no cover
+
+
+def _parse_size(text: str) -> int | None:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgGtT]?)i?[bB]?\s*", text)
+    if not m:
+        return None
+    mult = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2).lower()]
+    return int(float(m.group(1)) * mult)
+
+
+def _cgroup_available() -> int | None:
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        used = int(Path("/sys/fs/cgroup/memory.current").read_text().strip())
+        return max(0, int(limit) - used)
+    except (OSError, ValueError):
+        return None
+
+
+def available_memory() -> int | None:
+    """Bytes this process can still allocate (None if unknown)."""
+    env = os.environ.get("STABSIM_MEMORY_LIMIT")
+    if env:
+        v = _parse_size(env)
+        if v is not None:
+            return v
+    cands = []
+    try:
+        import psutil
+
+        cands.append(int(psutil.virtual_memory().available))
+    except Exception:  # noqa: BLE001  (not installed, or no /proc)
+        try:
+            cands.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            pass
+    cg = _cgroup_available()
+    if cg is not None:
+        cands.append(cg)
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            cands.append(int(soft))
+    except (ImportError, ValueError, OSError):
+        pass
+    return min(cands) if cands else None
+
+
+def check_memory(need: float, what: str, shrink: str) -> None:
+    """Raise ``ResourceError`` when ``need`` bytes exceed the available memory."""
+    avail = available_memory()
+    if avail is not None and need > avail:
+        raise ResourceError(f"{what} needs about {fmt_bytes(need)} of memory, but only {fmt_bytes(avail)} "
+                            f"is available; {shrink}")
+
+
+def free_disk(path) -> int | None:
+    """Free bytes on the file system of ``path`` (its nearest existing parent)."""
+    p = Path(path).absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    try:
+        return int(shutil.disk_usage(p).free)
+    except OSError:
+        return None
+
+
+def check_disk(need: float, path, what: str, shrink: str) -> None:
+    free = free_disk(path)
+    if free is not None and need > free:
+        raise ResourceError(f"{what} needs about {fmt_bytes(need)} of disk in {path}, but only "
+                            f"{fmt_bytes(free)} is free; {shrink}")
+
+
+def twin_bytes(*, R: int, n: int, d: int, p: int, md: int, C: int, T: int, nS: int = 1,
+               record_outputs: bool = False, step_arrays: int = 0, all_prev: bool = False,
+               full_batch: bool = False, stats: bool = False, threads: int | None = None) -> dict:
+    """Estimated peak bytes of one ``run_twin`` call: ``{"results", "inputs", "state", "total"}``.
+
+    results: rec (R x C x 5 doubles, counted twice: the kernel's array and the Dataset built
+    from it) and the recorded outputs (R x C x 2 x p); inputs: the data (copied, then
+    extended by the replacement rows), the initial points (R x p), ``step_arrays`` T-long
+    step-size arrays; state: what each kernel thread allocates per replicate (iterates,
+    gradients, sums, the ALL_PREV index history of T + 1 entries, the d x d work matrices
+    of metric learning and the class statistics).
+    """
+    if threads is None:
+        try:
+            import numba
+
+            threads = numba.get_num_threads()
+        except Exception:  # noqa: BLE001
+            threads = os.cpu_count() or 1
+    f8 = 8.0
+    results = f8 * R * C * 5 * 2 + (f8 * R * C * 2 * p if record_outputs else 0.0)
+    rows = n + (R if nS == 1 else 1)
+    inputs = f8 * (nS * n * (d + 1) + nS * rows * (d + 1) + R * p + R * d + 4 * R) + f8 * step_arrays * (T + 1)
+    per_rep = f8 * (10 * p + max(d, p) + 2 * md * md + 2 * md + (T + 1 if all_prev else 8)
+                    + (4 * n + 160 if full_batch else 0) + (4 * (1 + d + d * d) if stats else 0))
+    state = per_rep * min(R, max(1, int(threads)))
+    return {"results": results, "inputs": inputs, "state": state, "total": results + inputs + state}
+
+
+# ---- studies -------------------------------------------------------------------------------
+
+def study_needs(spec) -> dict | None:
+    """Estimated peak memory of one chunk and disk of the results of a study whose kind runs
+    ``run_twin`` with ``[data]`` and ``[algorithm]`` sections (None for other kinds):
+    ``{"chunk_memory", "chunk_what", "data_bytes", "disk"}``.  The data of every cell
+    (replicates x checkpoints x 5 record variables x 8 bytes, plus the outputs when recorded)
+    is summed; the disk holds the chunks and data.nc at once while data.nc is written."""
+    from .algorithms import get_algorithm
+    from .losses import get_loss
+    from .twin import log_checkpoints, twin_memory
+
+    secs = spec.sections
+    if not ({"data", "algorithm"} <= set(secs)) or not {"n", "d"} <= set(secs["data"]) or \
+            not {"name", "loss", "T", "checkpoints"} <= set(secs["algorithm"]):
+        return None
+    worst, what, data_bytes = 0.0, "", 0.0
+    for cell in spec.cells():
+        p = spec.cell_params(cell)
+        d, a = p["data"], p["algorithm"]
+        try:
+            lossf = get_loss(a["loss"], a.get("q"))
+            alg = get_algorithm(a["name"], buffer=a.get("buffer"), output=a.get("output"))
+        except ValueError:
+            return None
+        T, n, dim = int(a["T"]), int(d["n"]), int(d["d"])
+        ck = a["checkpoints"]
+        C = len(log_checkpoints(T, ck)) if isinstance(ck, int) else len(ck)
+        pp = dim * dim if lossf.matrix else dim
+        rec_out = bool(a.get("record_outputs"))
+        R = min(spec.chunk, spec.replicates)
+        est = twin_memory(R=R, n=n, d=dim, p=pp, md=dim if lossf.matrix else 0, C=C, T=T,
+                          nS=R if d.get("per_replicate") else 1, record_outputs=rec_out, eta=a.get("eta"),
+                          alg=alg, lossf=lossf)
+        if est["total"] > worst:
+            worst = est["total"]
+            label = ", ".join(f"{k}={v}" for k, v in cell.coords.items()) or "the single cell"
+            what = f"one chunk ({R} replicates, T = {T}, d = {dim}, n = {n}, {C} checkpoints; {label})"
+        data_bytes += 8.0 * spec.replicates * C * (5 + (2 * pp if rec_out else 0))
+    return {"chunk_memory": worst, "chunk_what": what, "data_bytes": data_bytes, "disk": 2 * data_bytes}
+
+
+def check_study(spec, out_dir=None) -> None:
+    """Raise ``ResourceError`` before any work when a study's chunk cannot fit in memory or its
+    results on the disk of ``out_dir``."""
+    need = study_needs(spec)
+    if need is None:
+        return
+    check_memory(need["chunk_memory"], f"study {spec.id!r}: {need['chunk_what']}",
+                 "use a smaller [study] chunk (replicates per chunk), fewer checkpoints, a smaller d or n, "
+                 "or record_outputs = false")
+    if out_dir is not None:
+        check_disk(need["disk"], out_dir, f"study {spec.id!r} ({fmt_bytes(need['data_bytes'])} of results, "
+                   "written once as chunks and once as data.nc)",
+                   "use fewer replicates or checkpoints, record_outputs = false, or another --out")
