@@ -76,8 +76,44 @@ def cmd_list(args) -> int:
     for e in index:
         desc = f"(unreadable: {e['error']})" if e["error"] else e["description"]
         tag = " [suite]" if e["suite"] else ""
+        needs = optional_packages(e["path"]) if not e["error"] else {}
+        if needs:
+            tag += " [needs " + ", ".join(f"{p}{'' if ok else ' (not installed)'}" for p, ok in sorted(needs.items())) + "]"
         print(f"{e['id']:<{w}}  {desc}{tag}")
     return 0
+
+
+def optional_packages(path) -> dict[str, bool]:
+    """{pip name: installed?} of the optional packages the data sets named in a study file need
+    (any string value of the study that is a stabsim.datasets name)."""
+    import importlib.util
+    import tomllib
+
+    from . import datasets
+
+    def strings(v):
+        if isinstance(v, str):
+            yield v
+        elif isinstance(v, dict):
+            for x in v.values():
+                yield from strings(x)
+        elif isinstance(v, list):
+            for x in v:
+                yield from strings(x)
+
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for s in set(strings(raw)):
+        try:
+            entry = datasets._resolve(s)
+        except (KeyError, ValueError):
+            continue
+        if entry.package:
+            out[entry.pip_name] = importlib.util.find_spec(entry.package) is not None
+    return out
 
 
 # ---- run ----------------------------------------------------------------------------------
@@ -115,9 +151,11 @@ def resolve_studies(names, studies_dir: Path) -> list[Path]:
 def cmd_run(args) -> int:
     from . import checks  # noqa: F401  (registers the study kinds of the analysis modules)
 
+    plugins = _load_plugins(args)
     paths = resolve_studies(args.study, _studies_dir(args))
     profile = "quick" if args.quick else args.profile
-    specs = [load_study(p, profile, seed=args.seed) for p in paths]  # validate all before running any
+    specs = [load_study(p, profile, seed=args.seed, plugins=plugins)
+             for p in paths]  # validate all before running any
     ids = [s.id for s in specs]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
@@ -128,11 +166,19 @@ def cmd_run(args) -> int:
     analyse = None
     if not args.no_analyse:
         from .checks import analyse
+    failures: dict[str, str] = {}
     with Executor(args.scheduler) as ex:
         for spec in specs:  # each study is analysed as soon as it finishes
-            r = run_study(spec, args.out, executor=ex, force=args.force, progress=not args.no_progress,
-                          keep_chunks=args.keep_chunks, resume_hint=hint,
-                          recompute_stale=args.recompute_stale)
+            try:
+                r = run_study(spec, args.out, executor=ex, force=args.force, progress=not args.no_progress,
+                              keep_chunks=args.keep_chunks, resume_hint=hint,
+                              recompute_stale=args.recompute_stale)
+            except Exception as e:  # one study that cannot run does not stop the others (Ctrl-C still does)
+                if len(specs) == 1:
+                    raise
+                failures[spec.id] = _failure_text(e)
+                print(f"study {spec.id!r}: {failures[spec.id]}; going on with the other studies", file=sys.stderr)
+                continue
             print(r.summary())
             if analyse is not None:
                 rec = analyse(r.out_dir, run_seconds=r.seconds, out_dir=args.out)
@@ -146,8 +192,19 @@ def cmd_run(args) -> int:
 
         print(write_report(args.out, args.report, command=shlex.join(["stabsim", *sys.argv[1:]])
                            if sys.argv[1:2] == ["run"] else None, wall_seconds=time.perf_counter() - t0,
-                           overwrite=args.overwrite_report))
+                           overwrite=args.overwrite_report, failures=failures))
+    if failures:
+        print(f"stabsim: {len(failures)} of {len(specs)} studies did not run: "
+              + "; ".join(f"{k}: {v}" for k, v in failures.items()), file=sys.stderr)
+        return 1
     return 0
+
+
+def _failure_text(e: Exception) -> str:
+    """"skipped (...)" for a missing optional package, else "error (...)"."""
+    text = f"{type(e).__name__}: {e}"
+    missing = isinstance(e, ImportError) or "ImportError" in str(e) or "not installed" in str(e)
+    return ("skipped (missing optional package: " if missing else "error (") + text + ")"
 
 
 # ---- report (placeholder) -------------------------------------------------------------------
@@ -179,7 +236,28 @@ def report(out_dir) -> str:
     return "\n".join(lines) if lines else f"no study results in {out_dir}"
 
 
+_PLUGINS_HELP = ("import these user modules first (comma-separated or repeated): they may register study kinds, "
+                 "checks, loss forms and bounds; the folder holding them must be importable (PYTHONPATH or the "
+                 "current folder); see docs/plugins.md")
+
+
+def _load_plugins(args) -> list[str]:
+    """The modules named by ``--plugins`` (imported now; errors say where Python looked)."""
+    names = [m.strip() for v in (getattr(args, "plugins", None) or []) for m in v.split(",") if m.strip()]
+    if not names:
+        return []
+    from .plugins import PluginError, load_plugins
+
+    if "" not in sys.path:  # like `python -m`: a plugin in the current folder is found
+        sys.path.insert(0, "")
+    try:
+        return load_plugins(names)
+    except PluginError as e:
+        raise CLIError(str(e)) from None
+
+
 def cmd_report(args) -> int:
+    _load_plugins(args)
     fn = report
     try:
         fn = importlib.import_module("stabsim.report").report
@@ -257,7 +335,11 @@ def cmd_privacy(args) -> int:
 # ---- main ---------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = _Parser(prog="stabsim", description="Twin-trajectory simulations that check learning-theory bounds.")
+    p.add_argument("--version", action="version", version=f"stabsim {__version__}",
+                   help="print the version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
 
     sp = sub.add_parser("list", help="list the studies (id and description)")
@@ -284,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.add_argument("--studies", metavar="DIR", help="folder of study files for ids and 'suite'")
     sp.add_argument("--no-analyse", action="store_true", help="do not analyse the studies (no summary.md)")
+    sp.add_argument("--plugins", action="append", metavar="MODULE", help=_PLUGINS_HELP)
     sp.add_argument("--report", metavar="DIR", default=None,
                     help="write DIR/index.md over all studies in --out (default for 'run suite': "
                          "reports/ beside --out, i.e. ./reports; for --quick: --out/reports, i.e. out/reports)")
@@ -298,6 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "the studies include quick-profile runs)")
     sp.add_argument("--overwrite-report", action="store_true",
                     help="replace a report (index.md) of another profile, e.g. the committed full-profile one")
+    sp.add_argument("--plugins", action="append", metavar="MODULE", help=_PLUGINS_HELP)
     sp.set_defaults(func=cmd_report)
 
     sp = sub.add_parser("privacy", help="privacy ledger: the exact eps a paper's calibrated noise buys")

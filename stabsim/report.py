@@ -151,7 +151,7 @@ def count_by_kind(rows: list[dict]) -> dict:
     for r in rows:
         if r["verdict"] == STAND_IN:
             kind = "stand-in"
-        elif r["verdict"] == "error":
+        elif r["verdict"] in ("error", "skipped"):
             kind = "error"
         else:
             kind = r["check_kind"] or "other"
@@ -212,7 +212,7 @@ def existing_report_profile(reports_dir) -> str | None:
 
 
 def report(out_dir="out", reports_dir=None, *, command: str | None = None,
-           wall_seconds: float | None = None, overwrite: bool = False) -> str:
+           wall_seconds: float | None = None, overwrite: bool = False, failures: dict | None = None) -> str:
     """Write ``reports_dir/index.md``, ``verdicts.csv`` and ``verdicts.json`` over the studies in
     ``out_dir``; returns a short message.
 
@@ -223,9 +223,16 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     ``FileExistsError`` says where it is and how to go on."""
     out_dir = Path(out_dir)
     recs = collect(out_dir)
+    done = {r["study_id"] for r in recs}
+    for sid, why in (failures or {}).items():  # studies of this run that could not run: one row each
+        if sid not in done:
+            verdict = "skipped" if why.startswith("skipped") else "error"
+            recs.append({"study_id": sid, "dir": str(out_dir / sid), "rows": [
+                {"verdict": verdict, "check_kind": "other", "key": "", "label": "", "explanation": why}],
+                "error": why, "profile": None})
     if not recs:
         return f"no finished studies in {out_dir}; nothing reported"
-    profiles = sorted({str(r.get("profile")) for r in recs})
+    profiles = sorted({str(r.get("profile")) for r in recs if r.get("profile")})
     reports_dir = default_reports_dir(out_dir, profiles) if reports_dir is None else Path(reports_dir)
     old = existing_report_profile(reports_dir)
     if old is not None and old != ", ".join(profiles) and not overwrite:
@@ -284,7 +291,7 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     for kind in CHECK_KINDS + ("privacy ledger", "stand-in", "error"):
         if kind in counts:
             title = KIND_TITLES.get(kind, {"stand-in": "stand-in data sets (not judged; paper values are "
-                                                       "context only)", "error": "errors"}.get(kind, kind))
+                                                       "context only)", "error": "studies or checks that failed or were skipped"}.get(kind, kind))
             head.append(f"- **{title}** ({sum(counts[kind].values())}): {_count_text(counts[kind])}")
     head += ["", _RULES_TEXT, ""]
     summary = theorem_summary(rows)

@@ -37,6 +37,21 @@ a bad value is an error naming the section, the key, the value and what is allow
     ``gamma``, ``rho``, ``pi``, ``flip``, ``kappa``: problem parameters, passed to
                       ``make_problem`` (only the ones given; it rejects the ones a problem
                       does not take).  ``gamma`` here is the class separation (> 0).
+    Real data instead of a problem (kind ``twin``; ``stabsim.datafiles``; give exactly one of
+    ``problem``, ``dataset``, ``file``; problem parameters and ``per_replicate`` are errors):
+    ``dataset``       a ``stabsim.datasets`` name (``"diabetes"``, ...).
+    ``file``          ``.csv`` / ``.npz`` (arrays ``X``, ``y``) / ``.libsvm`` / ``.nc`` (variables
+                      ``X (sample, feature)``, ``y``); relative to the study file's folder.  Read
+                      and checked at parse time (errors name the file, line and column); its
+                      sha256 is part of the fingerprint.
+    ``label``         the label column: a header name or a 0-based index (CSV; default the
+                      column ``label``/``y``, else the last one), or the label array (npz/nc).
+    ``positive``      the label value mapped to +1 (default: the larger / later-sorted of the two).
+    ``scale``         ``"none"`` (file default), ``"minmax[-1,1]"`` (dataset default, as P1),
+                      ``"unit-norm"``, ``"minmax[-1,1]+unit-norm"``; over the whole file.
+    ``n``             a stratified subsample of the training rows, drawn from the data seed
+                      (sweepable; default: all training rows, in file order).  ``d``: from the data.
+    ``test_fraction`` in [0, 1) (default 0): a stratified, seeded held-out part, never trained on.
 
 ``[algorithm]`` (kind ``twin``; the arguments of ``stabsim.run_twin``)
     ``name``          algorithm (default ``"p1_alg1"``).  ``loss`` (default ``"auc_hinge"``).
@@ -66,6 +81,19 @@ a bad value is an error naming the section, the key, the value and what is allow
     ``gamma``, ``delta``  confidence levels in the open interval (0, 1); ``eps`` > 0: the
                       parameters the bound curves are evaluated at.  Not part of the
                       simulation (changing them does not change the fingerprint).
+    ``[bounds.custom.NAME]``  the file's own bound: ``quantity``, ``expr`` (a formula in the
+                      paper's symbols), ``tag``, optional ``rate``/``measured``; compiled by a
+                      restricted evaluator, dry-run at parse time and registered as
+                      ``custom.NAME`` (``stabsim.custom_bounds``).
+
+``[check]``  (analysis only, not in the fingerprint)
+    The configuration of a generic check (``[study] check = "overlay"``,
+    ``stabsim.checks.overlay``): ``measure`` (a function of ``stabsim.measures``), ``x``,
+    ``by``, ``candidates``, ``bounds`` (registry keys or ``custom.NAME``), ``gamma``,
+    ``constants``, ``trivial``.  Unknown measure, bound or axis names are parse errors.
+
+``[study] plugins``  user modules imported at parse time (``stabsim.plugins``, docs/plugins.md);
+    the SHA-256 of each one's source is part of the fingerprint.
 
 ``[profiles.NAME]``  (e.g. ``quick``, ``full``)
     Tables mirroring the sections above whose keys override the base values, e.g.
@@ -368,9 +396,25 @@ def _check_check(v):
     return v
 
 
+def _check_plugins(v):
+    """``[study] plugins``: user modules imported at parse time (``stabsim.plugins``), before the
+    kind and the check are looked up, so that they may register either."""
+    if not isinstance(v, list) or not all(isinstance(m, str) for m in v):
+        raise _Bad("must be a list of module names, e.g. plugins = [\"mybounds\"]")
+    from .plugins import PluginError, load_plugins
+
+    try:
+        load_plugins(v)
+    except PluginError as e:
+        raise _Bad(str(e), standalone=True) from None
+    return list(v)
+
+
 STUDY_PARAMS = {
     "id": Param("study id (output directory name)", None, string(r"[A-Za-z0-9_.-]+")),
     "description": Param("one-line description", "", string()),
+    "plugins": Param("user modules to import (they may register kinds, checks, losses, bounds)", [],
+                     _check_plugins),
     "kind": Param("registered study kind", "twin", string()),
     "seed": Param("master seed", 0, integer(0)),
     "replicates": Param("replicates per cell", 100, integer(1, " (the number of replicates per cell)")),
@@ -386,6 +430,8 @@ def _bound_keys(v):
     from .theory import get as get_bound
 
     for k in v:
+        if k.startswith("custom."):
+            continue  # a [bounds.custom.NAME] of this file: checked once the custom tables are parsed
         try:
             get_bound(k)
         except KeyError as e:
@@ -393,12 +439,112 @@ def _bound_keys(v):
     return list(v)
 
 
+def _custom_tables(v):
+    """``[bounds.custom.NAME]`` tables (``stabsim.custom_bounds``): keys and types checked here; the
+    formula is compiled and dry-run once the study's parameters are known."""
+    from .custom_bounds import ExprError, validate_table
+
+    if not isinstance(v, dict):
+        raise _Bad("must be tables [bounds.custom.NAME] with quantity, expr, tag")
+    try:
+        return {name: validate_table(name, t) for name, t in v.items()}
+    except ExprError as e:
+        raise _Bad(str(e), standalone=True) from None
+
+
 BOUNDS_PARAMS = {
     "keys": Param("theory registry keys to overlay", [], _bound_keys, sweepable=False),
+    "custom": Param("the study file's own bounds, [bounds.custom.NAME]", {}, _custom_tables, sweepable=False),
     "gamma": Param("confidence level gamma", None, open_unit(" (a confidence level)"), sweepable=False),
     "delta": Param("failure probability / privacy delta", None, open_unit(" (a probability)"), sweepable=False),
     "eps": Param("privacy budget epsilon", None, number(gt=0, what=" (privacy budget epsilon)"), sweepable=False),
 }
+
+
+def _str_list(what):
+    def check(v):
+        if isinstance(v, str):
+            v = [v]
+        if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
+            raise _Bad(f"must be a list of {what} (strings)")
+        return list(v)
+    return check
+
+
+def _check_constants(v):
+    if not isinstance(v, dict) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                          for x in v.values()):
+        raise _Bad("must be a table of numbers, e.g. constants = {B = 1.5}")
+    return {str(k): float(x) for k, x in v.items()}
+
+
+#: ``[check]``: the configuration of a generic check (``check = "overlay"``, stabsim.checks.overlay).
+#: Analysis only: not part of the fingerprint.  Names are checked at the end of ``parse_study``.
+CHECK_PARAMS = {
+    "measure": Param("a function of stabsim.measures (uas_mean, uas_quantile, onavg_stability, ...)", None,
+                     string(), sweepable=False),
+    "var": Param("the per-replicate variable the measure reads (default: the measure's own)", None, string(),
+                 sweepable=False),
+    "x": Param("the coordinate the bound is plotted/evaluated along", "t", string(), sweepable=False),
+    "by": Param("sweep axes to split on (one verdict per combination); default: every axis not in candidates",
+                None, _str_list("sweep axes"), sweepable=False),
+    "candidates": Param("sweep axes whose values are candidate neighbours: the measure takes the max over them",
+                        [], _str_list("sweep axes"), sweepable=False),
+    "bounds": Param("registry keys or custom.NAME bounds to compare with", [], _str_list("bound keys"),
+                    sweepable=False),
+    "gamma": Param("quantile level gamma for quantile measures (default [bounds] gamma)", None,
+                   open_unit(" (a confidence level)"), sweepable=False),
+    "constants": Param("extra named constants passed to the bounds", {}, _check_constants, sweepable=False),
+    "trivial": Param("flag bounds above the diameter 2R of the constraint set as vacuous", True, boolean,
+                     sweepable=False),
+}
+
+
+def _finish_custom_and_check(spec) -> None:
+    """Compile, dry-run and register the ``[bounds.custom.*]`` of ``spec``; check that every
+    ``custom.*`` key and the ``[check]`` names exist (raise ``StudyError``)."""
+    from .custom_bounds import ExprError, prepare, register_custom
+
+    custom = spec.bounds.get("custom") or {}
+    cells = spec.cells()
+    first = spec.cell_params(cells[0]) if cells else spec.sections
+    for name, table in custom.items():
+        try:
+            f = prepare(name, table, first)
+            register_custom(name, table, f)
+        except (ExprError, ValueError) as e:
+            raise StudyError(f"[bounds.custom.{name}] {e}" if not str(e).startswith("[bounds.custom.")
+                             else str(e)) from None
+    for k in spec.bounds.get("keys", []):
+        if k.startswith("custom.") and k[len("custom."):] not in custom:
+            raise StudyError(f"[bounds] keys: {k!r} is not defined in this file "
+                             f"(define it in [bounds.custom.{k[len('custom.'):]}]){_hint(k[7:], custom)}")
+    chk = spec.check
+    if not chk:
+        return
+    from . import measures as _measures
+    from .theory import get as get_bound
+
+    m = chk.get("measure")
+    if m is None:
+        raise StudyError("[check] measure is required (a function of stabsim.measures, e.g. \"uas_mean\")")
+    if not callable(getattr(_measures, m, None)) or m.startswith("_"):
+        names = [n for n in dir(_measures) if not n.startswith("_") and callable(getattr(_measures, n))]
+        raise StudyError(f"[check] measure = {m!r}: not a function of stabsim.measures.{_hint(m, names)}")
+    if not chk.get("bounds"):
+        raise StudyError("[check] bounds: name at least one bound (a registry key or custom.NAME)")
+    for k in chk["bounds"]:
+        if k.startswith("custom.") and k[7:] in custom:
+            continue
+        try:
+            get_bound(k)
+        except KeyError as e:
+            raise StudyError(f"[check] bounds: {e.args[0]}") from None
+    for key in ("by", "candidates"):
+        for ax in chk.get(key) or []:
+            if ax not in spec.sweep:
+                raise StudyError(f"[check] {key}: {ax!r} is not a sweep axis of this study.{_hint(ax, spec.sweep)} "
+                                 f"Axes: {', '.join(spec.sweep) or '(none)'}")
 
 
 # ---- the built-in "twin" kind's schema -----------------------------------------------------
@@ -538,6 +684,168 @@ def twin_params(**extra: dict) -> dict:
     return out
 
 
+# ---- [data] dataset / file: real data instead of a synthetic problem (stabsim.datafiles) --------
+
+def _check_dataset_name(v):
+    if not isinstance(v, str) or not v:
+        raise _Bad("must be a data set name (see stabsim.datasets.available())")
+    from .datasets import _resolve
+
+    try:
+        _resolve(v)
+    except ValueError as e:
+        raise _Bad(str(e), standalone=True) from None
+    return v
+
+
+def _check_file(v):
+    if not isinstance(v, str) or not v:
+        raise _Bad("must be a path (a string; relative paths start at the study file's folder)")
+    return v
+
+
+def _check_label(v):
+    if not (isinstance(v, str) and v) and not _is_int(v):
+        raise _Bad("must be a column name (a string) or a 0-based column index (an integer)")
+    return v
+
+
+def _check_positive(v):
+    if not isinstance(v, str) and not _is_num(v):
+        raise _Bad("must be the label value that maps to +1 (a string or a number)")
+    return v
+
+
+def _check_scale(v):
+    from .datafiles import SCALES
+
+    v = {"minmax": "minmax[-1,1]", "minmax+unit-norm": "minmax[-1,1]+unit-norm"}.get(v, v)
+    return choice(SCALES)(v)
+
+
+#: ``[data]`` keys that load real data (the ``twin`` kind; a kind opts in with
+#: ``twin_params(data=DATA_SOURCE)`` and handling ``spec.data_source`` as ``twin_cell`` does).
+DATA_SOURCE = {
+    "dataset": Param("a shipped data set (stabsim.datasets)", None, _check_dataset_name, sweepable=False),
+    "file": Param("a data file: .csv, .npz, .libsvm, .nc (stabsim.datafiles)", None, _check_file,
+                  sweepable=False),
+    "label": Param("the label column (name or 0-based index) / array name", None, _check_label,
+                   sweepable=False),
+    "positive": Param("the label value that maps to +1", None, _check_positive, sweepable=False),
+    "scale": Param("none, minmax[-1,1], unit-norm, minmax[-1,1]+unit-norm", None, _check_scale,
+                   sweepable=False),
+    "test_fraction": Param("stratified held-out fraction (not trained on)", 0.0,
+                           number(ge=0, lt=1, what=" (a fraction)"), sweepable=False),
+}
+
+
+def _source_error(src, what, msg):
+    return StudyError(f"{src}: [data] {what}: {msg}")
+
+
+def _resolve_data_source(src, path, sections: dict, sweep: dict, merged: dict, seed: int) -> dict | None:
+    """Read and check ``[data] dataset``/``file`` at parse time (before any output exists); fill
+    ``d`` and (unless given) ``n`` from the data.  Returns ``spec.data_source`` or None.  Without
+    a source the source keys are dropped from the sections (fingerprints of synthetic studies
+    are unchanged)."""
+    from .datafiles import DataFileError, read_data_file, stratified_split
+
+    d = sections["data"]
+    given = set(merged.get("data", {})) | {k for k in sweep if k in d or k in ("problem", "n", "d")}
+    if d["dataset"] is None and d["file"] is None:
+        extra = [k for k in DATA_SOURCE if k in given]
+        if extra:
+            raise StudyError(f"{src}: [data] {extra[0]} applies to real data only: give [data] dataset = "
+                             "\"NAME\" or file = \"PATH\"")
+        for k in DATA_SOURCE:
+            d.pop(k, None)
+        return None
+    chosen = [k for k in ("problem", "dataset", "file") if k in given]
+    if len(chosen) > 1:
+        raise StudyError(f"{src}: [data] give exactly one of problem, dataset, file (this file gives "
+                         f"{' and '.join(chosen)})")
+    bad = [k for k in PROBLEM_KEYS + ("per_replicate",) if k in given]
+    if bad:
+        raise StudyError(f"{src}: [data] {bad[0]} is a synthetic-problem setting; it does not apply to "
+                         f"real data ({'dataset ' + repr(d['dataset']) if d['dataset'] else 'file ' + repr(d['file'])})")
+    if "d" in sweep:
+        raise StudyError(f"{src}: [sweep] d: the dimension of real data is fixed by the data")
+    if d["dataset"] is not None:
+        from .datasets import load
+
+        for k in ("label", "positive"):
+            if k in given:
+                raise _source_error(src, k, f"applies to [data] file only; dataset {d['dataset']!r} has "
+                                            "its own labels")
+        scale = d["scale"] or "minmax[-1,1]"
+        try:
+            X, y, info = load(d["dataset"], scale=None if scale == "none" else scale)
+        except (ValueError, ImportError) as e:
+            raise _source_error(src, f"dataset = {d['dataset']!r}", str(e)) from None
+        source = {"kind": "dataset", "name": info["name"], "label_map": info["binarize_rule"]}
+        what = f"dataset {d['dataset']!r}"
+    else:
+        fp = Path(d["file"]).expanduser()
+        if not fp.is_absolute():
+            fp = (Path(path).resolve().parent if path is not None else Path.cwd()) / fp
+        scale = d["scale"] or "none"
+        try:
+            X, y, info = read_data_file(fp, label=d["label"], positive=d["positive"])
+        except DataFileError as e:
+            raise _source_error(src, f"file = {d['file']!r}", str(e)) from None
+        source = {"kind": "file", "path": str(fp), "sha256": info["sha256"], "format": info["format"],
+                  "label_map": info["label_map"]}
+        what = f"file {d['file']!r}"
+    d["scale"] = scale
+    d["problem"] = None
+    rows, dim = X.shape
+    if "d" in given and d["d"] != dim:
+        raise _source_error(src, f"d = {d['d']}", f"{what} has {dim} features; leave d unset (it is "
+                                                   "taken from the data)")
+    d["d"] = int(dim)
+    n_train = int(stratified_split(y, d["test_fraction"], 0)[0].size)
+    held = f" ({rows} rows less {rows - n_train} held out by test_fraction = {d['test_fraction']})" \
+        if n_train < rows else ""
+    if "n" not in merged.get("data", {}):
+        d["n"] = n_train  # every training row (a swept n replaces it)
+    for n in sweep.get("n", [d["n"]]):
+        if n > n_train:
+            raise _source_error(src, f"n = {n}", f"larger than the {n_train} training examples of "
+                                                 f"{what}{held}; the subsample n must be <= {n_train}")
+    source.update(rows=int(rows), d=int(dim), n_train=n_train, n_pos=int((y == 1).sum()),
+                  n_neg=int((y == -1).sum()))
+    return source
+
+
+_SOURCE_CACHE: dict = {}
+
+
+def _source_arrays(spec, d: dict, data_seed: int):
+    """(X, y, X_test, y_test) of one cell of a study on real data (``spec.data_source``)."""
+    from .datafiles import file_sha256, prepare, read_data_file, scale_features
+
+    s = spec.data_source
+    key = (s["kind"], s.get("path") or s.get("name"), s.get("sha256"), d["label"], d["positive"], d["scale"])
+    if key not in _SOURCE_CACHE:
+        if s["kind"] == "file":
+            sha = file_sha256(s["path"])
+            if sha != s["sha256"]:
+                raise StudyError(f"[data] file {s['path']} changed since the study was loaded (sha256 "
+                                 f"{s['sha256'][:12]}... -> {sha[:12]}...); load the study again")
+            X, y, _ = read_data_file(s["path"], label=d["label"], positive=d["positive"])
+            X = scale_features(X, d["scale"])
+        else:
+            from .datasets import load
+
+            X, y, _ = load(s["name"], scale=None if d["scale"] == "none" else d["scale"])
+        if len(_SOURCE_CACHE) > 4:
+            _SOURCE_CACHE.clear()
+        _SOURCE_CACHE[key] = (X, y)
+    X, y = _SOURCE_CACHE[key]
+    part = prepare(X, y, scale="none", n=d["n"], test_fraction=d["test_fraction"], seed=data_seed)
+    return part["X"], part["y"], part["X_test"], part["y_test"]
+
+
 # ---- the spec ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -565,6 +873,9 @@ class StudySpec:
     path: str | None = None
     text: str = ""
     axes: dict = field(default_factory=dict)  # axis -> (section, key)
+    check: dict = field(default_factory=dict)  # the [check] section (analysis only, not in the fingerprint)
+    plugins: tuple = ()  # user modules ([study] plugins and --plugins), stabsim.plugins
+    data_source: dict | None = None  # [data] dataset/file: what was read (_resolve_data_source)
 
     # grid ---------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -595,9 +906,16 @@ class StudySpec:
     def normalized(self) -> dict:
         """Everything that determines the data (not description, suite, bounds).  The code is
         not part of it: its identity is recorded beside every result (``stabsim.codeid``)."""
-        return {"id": self.id, "kind": self.kind, "seed": self.seed, "replicates": self.replicates,
-                "chunk": self.chunk, "sections": self.sections, "sweep": self.sweep,
-                "format": FORMAT_VERSION}
+        out = {"id": self.id, "kind": self.kind, "seed": self.seed, "replicates": self.replicates,
+               "chunk": self.chunk, "sections": self.sections, "sweep": self.sweep,
+               "format": FORMAT_VERSION}
+        if self.plugins:  # the code identity covers stabsim only: a plugin's source is part of the study
+            from .plugins import plugin_hashes
+
+            out["plugins"] = plugin_hashes(self.plugins)
+        if self.data_source and self.data_source.get("sha256"):  # a changed file is another study
+            out["data_file_sha256"] = self.data_source["sha256"]
+        return out
 
     @property
     def fingerprint(self) -> str:
@@ -655,7 +973,7 @@ def _unknown_key(src, section, key, allowed, schema_all):
     return StudyError(f"{src}: {msg}")
 
 
-def load_study(path, profile: str | None = None, *, seed: int | None = None) -> StudySpec:
+def load_study(path, profile: str | None = None, *, seed: int | None = None, plugins=None) -> StudySpec:
     """Read and validate a study file.  ``profile``: a ``[profiles.NAME]`` (None: ``full``
     if present, else the base values).  ``seed`` overrides ``[study] seed``."""
     path = Path(path)
@@ -665,11 +983,20 @@ def load_study(path, profile: str | None = None, *, seed: int | None = None) -> 
         raise StudyError(f"study file {str(path)!r} not found") from None
     except (OSError, UnicodeDecodeError) as e:
         raise StudyError(f"cannot read study file {str(path)!r}: {e}") from None
-    return parse_study(text, path=path, profile=profile, seed=seed)
+    return parse_study(text, path=path, profile=profile, seed=seed, plugins=plugins)
 
 
-def parse_study(text: str, *, path=None, profile: str | None = None, seed: int | None = None) -> StudySpec:
-    """Validate a study given as TOML text (see the module docstring for the schema)."""
+def parse_study(text: str, *, path=None, profile: str | None = None, seed: int | None = None,
+                plugins=None) -> StudySpec:
+    """Validate a study given as TOML text (see the module docstring for the schema).
+    ``plugins``: module names imported first (``stabsim.plugins``; ``stabsim run --plugins``)."""
+    if plugins:
+        from .plugins import PluginError, load_plugins
+
+        try:
+            load_plugins(plugins)
+        except PluginError as e:
+            raise StudyError(str(e)) from None
     src = str(path) if path is not None else "<study>"
     try:
         raw = tomllib.loads(text)
@@ -731,7 +1058,8 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
         study["chunk"] = min(study["replicates"], 64)
 
     # sections ------------------------------------------------------------------------------
-    schema = {"study": STUDY_PARAMS, "bounds": {**BOUNDS_PARAMS, **kind.params.get("bounds", {})}}
+    schema = {"study": STUDY_PARAMS, "bounds": {**BOUNDS_PARAMS, **kind.params.get("bounds", {})},
+              "check": CHECK_PARAMS}
     schema.update({s: t for s, t in kind.params.items() if s != "bounds"})
     allowed_sections = list(schema) + ["sweep", "profiles"]
     for table in [merged] + [profiles[p] for p in profiles]:
@@ -748,7 +1076,7 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
                     if key not in schema[sec]:
                         raise _unknown_key(src, f"profiles.{pname}.{sec}", key, list(schema[sec]), schema)
 
-    sections, bounds = {}, {}
+    sections, bounds, check_cfg = {}, {}, {}
     for sec, table in schema.items():
         if sec == "study":
             continue
@@ -766,13 +1094,15 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
                 vals[key] = copy.deepcopy(p.default)
         if sec == "bounds":
             bounds = vals
+        elif sec == "check":
+            check_cfg = vals if sec in merged else {}
         else:
             sections[sec] = vals
 
     # [sweep] -------------------------------------------------------------------------------
     axes_all = {}
     for sec, table in schema.items():
-        if sec in ("study", "bounds"):
+        if sec in ("study", "bounds", "check"):
             continue
         for key, p in table.items():
             if p.sweepable:
@@ -804,10 +1134,19 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
                                  "sweep values must be distinct")
         sweep[axis], axes[axis] = normed, (sec, key)
 
+    data_source = None
+    if schema.get("data", {}).get("file") is DATA_SOURCE["file"]:  # kinds that take real data
+        data_source = _resolve_data_source(src, path, sections, sweep, merged, study["seed"])
     spec = StudySpec(id=study["id"], description=study["description"], kind=kind.name,
                      seed=study["seed"], replicates=study["replicates"], chunk=study["chunk"],
                      suite=study["suite"], sections=sections, sweep=sweep, bounds=bounds,
-                     profile=profile, path=str(path) if path is not None else None, text=text, axes=axes)
+                     profile=profile, path=str(path) if path is not None else None, text=text, axes=axes,
+                     check=check_cfg, plugins=tuple(dict.fromkeys(list(study["plugins"]) + list(plugins or []))))
+    try:
+        _finish_custom_and_check(spec)
+    except StudyError as e:
+        raise StudyError(f"{src}: {e}") from None
+    spec.data_source = data_source
     if kind.validate is not None:
         try:
             kind.validate(spec)
@@ -860,7 +1199,7 @@ def _validate_twin(spec: StudySpec) -> None:
         d, a = p["data"], p["algorithm"]
         label = _cell_label(cell)
         try:
-            pb = _problem(d)
+            pb = None if spec.data_source else _problem(d)
             loss = get_loss(a["loss"], a["q"])
             alg = get_algorithm(a["name"], buffer=a["buffer"], output=a["output"])
             cons = get_constraint(a["constraint"])
@@ -876,7 +1215,10 @@ def _validate_twin(spec: StudySpec) -> None:
         if d["n"] < alg.min_rows(a["T"]):
             raise StudyError(f"{label}: [data] n = {d['n']}: algorithm {alg.name!r} needs n >= "
                              f"{alg.min_rows(a['T'])} for T = {a['T']}")
-        if loss.form in (0, 1) and pb.name == "p4_lsq":
+        if spec.data_source and a["neighbour"] == "fresh":
+            raise StudyError(f"{label}: [algorithm] neighbour = 'fresh' draws z' from a synthetic problem's "
+                             "distribution; with [data] dataset/file use 'farthest', 'flip' or 'same'")
+        if loss.form in (0, 1) and pb is not None and pb.name == "p4_lsq":
             raise StudyError(f"{label}: [algorithm] loss = {a['loss']!r} needs labels +-1 but problem "
                              "'p4_lsq' has real-valued labels")
         if a["k"] != "random" and a["k"] >= d["n"]:
@@ -886,14 +1228,24 @@ def _validate_twin(spec: StudySpec) -> None:
             raise StudyError(f"{label}: [algorithm] checkpoints = {ck}: steps must lie in [1, T] = [1, {a['T']}]")
 
 
-@register_kind("twin", params=twin_params(), validate=_validate_twin,
-               description="coupled SGD runs on S and its neighbour S' (stabsim.run_twin) on synthetic data")
+@register_kind("twin", params=twin_params(data=DATA_SOURCE), validate=_validate_twin,
+               description="coupled SGD runs on S and its neighbour S' (stabsim.run_twin) on synthetic or real data")
 def twin_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``twin`` study: sample the data, call ``run_twin`` for ``replicates``."""
     p = spec.cell_params(cell)
     d = p["data"]
-    pb = _problem(d)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
+    if spec.data_source:  # real data ([data] dataset / file): the same rows for every replicate
+        from .twin import run_twin
+
+        X, y, _, _ = _source_arrays(spec, d, data_seed)
+        ds = run_twin(X, y, replicates=np.asarray(replicates, dtype=np.int64), **_twin_kwargs(spec, p))
+        s = spec.data_source
+        ds.attrs.update(problem=f"{s['kind']}:{s.get('name') or Path(s['path']).name}", data_seed=data_seed,
+                        data_sets="shared", label_map=s["label_map"], data_scale=d["scale"],
+                        data_sha256=s.get("sha256", ""))
+        return ds
+    pb = _problem(d)
     if d["per_replicate"]:
         sets = [pb.sample(d["n"], data_seed, int(r)) for r in replicates]
         X, y = np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
@@ -973,16 +1325,27 @@ def _check_returned_code(ds: xr.Dataset, mine: dict) -> None:
         raise StaleCode(_code_mismatch("a chunk came back from a dask worker computed by", rec, mine, _WORKER_HOW))
 
 
-def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=None):
+def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=None, plugins=None):
     """Run one chunk (in-process or on a dask worker).  ``expected_code``: the identity of
-    the process that submitted it; a worker running other code refuses (``StaleCode``)."""
+    the process that submitted it; a worker running other code refuses (``StaleCode``).
+    ``plugins``: ``(names, folders)`` of user modules to import first (``stabsim.plugins``);
+    then ``func`` may be the kind's name, looked up after the import."""
     if expected_code is not None:
         _stamp_code(xr.Dataset(), expected_code)  # fail before computing
+    if plugins:
+        from .plugins import ensure_loaded
+
+        ensure_loaded(plugins[0], plugins[1])
+    if isinstance(func, str):
+        func = get_kind(func).func
     if numba_threads:
         import numba
 
         numba.set_num_threads(max(1, min(int(numba_threads), numba.config.NUMBA_NUM_THREADS)))
-    ds = func(spec, dict(coords), np.asarray(reps, dtype=np.int64))
+    from .twin import progress_bars
+
+    with progress_bars(False):  # a study shows its own progress over chunks
+        ds = func(spec, dict(coords), np.asarray(reps, dtype=np.int64))
     if not isinstance(ds, xr.Dataset) or "replicate" not in ds.dims:
         raise TypeError(f"study kind {spec.kind!r} must return an xarray.Dataset with a 'replicate' dim")
     if not np.array_equal(ds["replicate"].values, reps):
@@ -1072,10 +1435,15 @@ class Executor:
         futures = {}
         for job in jobs:
             cell, start, stop, path = job
-            fut = self.client.submit(_compute_chunk, func, spec, cell.coords,
+            plug = None
+            if spec.plugins:  # the worker imports them by name before unpickling anything of theirs
+                from .plugins import LOADED
+
+                plug = (tuple(spec.plugins), tuple(sorted({LOADED.get(m, ("", ""))[1] for m in spec.plugins} - {""})))
+            fut = self.client.submit(_compute_chunk, spec.kind if plug else func, spec, cell.coords,
                                      np.arange(start, stop, dtype=np.int64), self.numba_threads,
                                      key=f"stabsim-{spec.fingerprint[:8]}-{path.stem}", pure=False,
-                                     expected_code=code_identity())
+                                     expected_code=code_identity(), plugins=plug)
             futures[fut] = job
         try:
             for fut in as_completed(futures):

@@ -6,6 +6,9 @@ returns an ``xarray.Dataset`` with dims ``replicate`` and ``t`` (the checkpoints
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import math
 import numbers
 
@@ -105,7 +108,7 @@ def check_twin_memory(**kw) -> None:
 def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", eta=0.1,
              T=1000, replicates=100, seed=0, neighbour="farthest", checkpoints=None,
              record_outputs=False, w0=None, sigma=0.0, independent_noise=False, buffer=None,
-             output=None, q=None, w_ref=None, problem=None) -> xr.Dataset:
+             output=None, q=None, w_ref=None, problem=None, progress=None) -> xr.Dataset:
     """Run ``algorithm`` on S = (X, y) and on its neighbour S' with shared randomness.
 
     Parameters
@@ -129,6 +132,8 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     buffer : FIFO buffer size s for ``p1_buffer``.  output : another output rule.
     q : exponent of the q-norm hinge.  w_ref : reference point for the regret path.
     problem : the ``stabsim.synthetic.Problem`` the data came from (for ``"fresh"`` neighbours).
+    progress : None (default: a tqdm bar over replicate blocks when the call is estimated to take
+        over ``PROGRESS_SECONDS``), True or False.  The numbers never depend on it.
 
     Returns
     -------
@@ -185,11 +190,20 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         raise ValueError(f"w_ref must have {p} entries, got {wref.shape}")
     rec = np.full((R, ck.size, N_REC), np.nan)
     outs = np.zeros((R, ck.size, 2, p) if record_outputs else (1, 1, 2, 1))
-    twin_kernel(Xext, Yext, kidx, krows, reps, np.int64(seed),
-                alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
-                cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
-                bool(independent_noise), has_ref, wref, W0, ck, rec, bool(record_outputs), outs,
-                T=T, strides=(es, os_))
+    blocks, bar = replicate_blocks(R, T, p, progress)
+    for sl in blocks:  # replicate r depends only on (seed, r): any split gives the same numbers
+        if len(blocks) > 1:  # the kernel's layout for this block's replicates only
+            Xext, Yext, krows = extend_with_replacements(X if nS == 1 else X[sl], y if nS == 1 else y[sl],
+                                                         xrep[sl], yrep[sl])
+        twin_kernel(Xext, Yext, kidx[sl], krows, reps[sl], np.int64(seed),
+                    alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
+                    cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
+                    bool(independent_noise), has_ref, wref, W0[sl], ck, rec[sl], bool(record_outputs),
+                    outs[sl] if record_outputs else outs, T=T, strides=(es, os_))
+        if bar is not None:
+            bar.update(sl.stop - sl.start)
+    if bar is not None:
+        bar.close()
     return _to_dataset(rec, outs if record_outputs else None, reps, ck, etas, es, kidx, dict(
         algorithm=alg.name, algorithm_reference=alg.reference, buffer=alg.buffer, output_rule=alg.output,
         loss=lossf.name, constraint=cons.name, radius=cons.radius, T=T, n=n, d=d, seed=seed,
@@ -197,6 +211,48 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         neighbour=nb.describe(), neighbour_relation="replace-one",
         data_sets="per-replicate" if nS > 1 else "shared",
         eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
+
+
+#: rough cost of one twin step at d = 10 on one core (benchmarks/: 25-45 ns), for the progress estimate
+NS_PER_TWIN_STEP = 50.0
+#: a call estimated to take longer than this shows a progress bar (``progress=None``)
+PROGRESS_SECONDS = 5.0
+
+
+_PROGRESS = threading.local()
+
+
+@contextlib.contextmanager
+def progress_bars(enabled):
+    """Within the block (this thread), ``run_twin(progress=None)`` uses ``enabled`` instead of its
+    estimate (the study engine turns the bars off: it shows its own progress over chunks)."""
+    old = getattr(_PROGRESS, "default", None)
+    _PROGRESS.default = enabled
+    try:
+        yield
+    finally:
+        _PROGRESS.default = old
+
+
+def replicate_blocks(R: int, T: int, p: int, progress=None):
+    """(list of replicate slices, tqdm bar or None) for one ``run_twin`` call.
+
+    The cost is estimated up front as T x R twin steps at ``NS_PER_TWIN_STEP`` ns (scaled by the
+    parameter dimension p / 10 when larger).  ``progress=None`` shows a bar over ~20 replicate
+    blocks when the estimate exceeds ``PROGRESS_SECONDS``; True / False force it on / off.  Blocks
+    never change the numbers (every random number is a function of (seed, replicate, ...)); Ctrl-C
+    stops the block in flight (the kernel checks a stop flag), and nothing is returned."""
+    est = T * R * NS_PER_TWIN_STEP * max(1.0, p / 10) * 1e-9
+    if progress is None:
+        progress = getattr(_PROGRESS, "default", None)
+    show = est > PROGRESS_SECONDS if progress is None else bool(progress)
+    if not show or R < 2:
+        return [slice(0, R)], None
+    from tqdm.auto import tqdm
+
+    edges = np.unique(np.linspace(0, R, min(R, 20) + 1).astype(int))
+    bar = tqdm(total=R, unit="replicate", desc=f"run_twin (~{est:.0f} s estimated)", leave=False)
+    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])], bar
 
 
 def _to_dataset(rec, outs, reps, ck, etas, es, kidx, meta) -> xr.Dataset:

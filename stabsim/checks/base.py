@@ -166,6 +166,7 @@ def _import_builtin():
     for m in pkgutil.iter_modules(checks.__path__):
         if m.name.startswith("p") and m.name[1:2].isdigit():
             importlib.import_module(f"{checks.__name__}.{m.name}")
+    importlib.import_module(f"{checks.__name__}.overlay")  # the generic check (check = "overlay")
 
 
 # ---- spec / data -----------------------------------------------------------------------------

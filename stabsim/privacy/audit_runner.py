@@ -386,40 +386,51 @@ def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="a
     return rep
 
 
+def build_parser():
+    """The ``stabsim audit`` argument parser (every option with a one-line help and its default)."""
+    import argparse
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message):  # one-line errors, like the rest of the CLI
+            raise ValueError(message)
+
+    p = _Parser(prog="stabsim audit", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                description="Empirical privacy audit of one private algorithm: runs it on two neighbouring data "
+                            "sets many times and gives a lower bound on eps with a confidence level, beside the "
+                            "accountant's eps.  Exit status: 0 = no violation, 3 = PRIVACY VIOLATION FOUND, "
+                            "2 = bad input.")
+    p.add_argument("algorithm", help=f"one of {', '.join(palg.PRIVATE_ALGORITHMS)}")
+    p.add_argument("--data", default="canary-copies",
+                   help="a stabsim.datasets name, 'problem:NAME' (a synthetic problem) or 'canary-copies' "
+                        "(n copies of one point, so only the noise can hide the canary)")
+    p.add_argument("--n", type=int, default=200, help="number of examples (canary-copies and problem:NAME)")
+    p.add_argument("--d", type=int, default=2, help="dimension (canary-copies and problem:NAME)")
+    p.add_argument("--eps", type=float, required=True, help="the claimed epsilon (> 0) the noise is calibrated to")
+    p.add_argument("--delta", type=float, default=1e-3, help="the claimed delta, in (0, 1)")
+    p.add_argument("--replicates", type=int, default=2000, help="runs per data set (more: a tighter lower bound)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the runs' random numbers")
+    p.add_argument("--confidence", type=float, default=0.95, help="confidence level of the empirical lower bound")
+    p.add_argument("--noise-scale", type=float, default=1.0,
+                   help="multiply the calibrated noise (anything but 1 breaks privacy on purpose)")
+    p.add_argument("--loss", default=None, help="loss name (default: the algorithm's paper's loss)")
+    p.add_argument("--T", type=int, default=None, help="number of steps (default: the paper's schedule)")
+    p.add_argument("--eta", type=float, default=None, help="step size (default: the paper's schedule)")
+    p.add_argument("--json", default=None, help="also write the report as JSON to this file")
+    return p
+
+
 def main(argv=None) -> int:
-    """``stabsim audit ALGORITHM [options]``: command-line front end of :func:`run_audit`.
+    """``stabsim audit ALGORITHM [options]``: command-line front end of ``run_audit``.
 
     The data are a shipped real data set (``--data diabetes``) or a synthetic problem
     (``--data problem:auc_separable``, with ``--n`` and ``--d``), or the tight audit design
     ``--data canary-copies`` (``--n`` copies of one point, so that only the noise can hide the
     canary).  Exit status: 0 = no violation, 3 = PRIVACY VIOLATION FOUND, 2 = bad input.
     """
-    import argparse
     import json
-
     import sys
 
-    class _Parser(argparse.ArgumentParser):
-        def error(self, message):  # one-line errors, like the rest of the CLI
-            raise ValueError(message)
-
-    p = _Parser(prog="stabsim audit", description=main.__doc__.split("\n")[0])
-    p.add_argument("algorithm", help=f"one of {', '.join(palg.PRIVATE_ALGORITHMS)}")
-    p.add_argument("--data", default="canary-copies",
-                   help="a stabsim.datasets name, 'problem:NAME' or 'canary-copies' (default)")
-    p.add_argument("--n", type=int, default=200)
-    p.add_argument("--d", type=int, default=2)
-    p.add_argument("--eps", type=float, required=True)
-    p.add_argument("--delta", type=float, default=1e-3)
-    p.add_argument("--replicates", type=int, default=2000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--confidence", type=float, default=0.95)
-    p.add_argument("--noise-scale", type=float, default=1.0,
-                   help="multiply the calibrated noise (anything but 1 breaks privacy on purpose)")
-    p.add_argument("--loss", default=None)
-    p.add_argument("--T", type=int, default=None)
-    p.add_argument("--eta", type=float, default=None)
-    p.add_argument("--json", default=None, help="also write the report as JSON to this file")
+    p = build_parser()
     try:
         a = p.parse_args(argv)
         kw = {k: v for k, v in (("loss", a.loss), ("T", a.T), ("eta", a.eta)) if v is not None}

@@ -4,6 +4,6 @@
 >>> print(t.table())          # key, tag, quantity, reference, reading
 >>> t.get("P1.Thm4.uas")(t=100, n=50, eta=0.1, G=1.0)
 """
-from .registry import PAPERS, QUANTITIES, TAGS, Bound, get, list_bounds, register, table
+from .registry import PAPERS, QUANTITIES, TAGS, Bound, get, list_bounds, register, register_custom, table
 
-__all__ = ["PAPERS", "QUANTITIES", "TAGS", "Bound", "get", "list_bounds", "register", "table"]
+__all__ = ["PAPERS", "QUANTITIES", "TAGS", "Bound", "get", "list_bounds", "register", "register_custom", "table"]

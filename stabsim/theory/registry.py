@@ -136,6 +136,35 @@ def register(*, key: str, paper: str, ref: str, quantity: str, tag: str,
     return deco
 
 
+def register_custom(*, key: str, quantity: str, tag: str, func: Callable, rate=None, measured=(),
+                    description: str = "", expr: str = "") -> Bound:
+    """Register a study file's own bound (``[bounds.custom.NAME]``, ``stabsim.custom_bounds``) as
+    ``key`` (``"custom.NAME"``), paper "custom", ref "study file", for the rest of the process.
+    Registering the same definition again is a no-op; another definition under the same key
+    is an error."""
+    if not key.startswith("custom."):
+        raise ValueError(f"custom bound key {key!r} must start with 'custom.'")
+    if tag not in TAGS:
+        raise ValueError(f"bound {key!r}: tag {tag!r} is not one of {TAGS}")
+    if quantity not in QUANTITIES:
+        raise ValueError(f"bound {key!r}: quantity {quantity!r} is not one of {tuple(QUANTITIES)}")
+    rate = dict(rate) if rate else None
+    b = Bound(key=key, paper="custom", ref="study file", quantity=quantity, tag=tag, func=func,
+              reading="as written in the study file", rate=rate, sweep="t", measured=tuple(measured),
+              description=description, extra={"expr": expr})
+    old = _REGISTRY.get(key)
+    if old is not None:
+        same = (old.extra.get("expr") == expr and old.quantity == quantity and old.tag == tag
+                and old.rate == rate and old.measured == tuple(measured))
+        if not same:
+            raise ValueError(f"bound {key!r} is already registered in this process with another definition "
+                             f"({old.quantity}, {old.tag}, expr {old.extra.get('expr')!r}); give the new bound "
+                             f"another name")
+        return old
+    _REGISTRY[key] = b
+    return b
+
+
 def _load_all():
     # Importing the paper modules fills the registry.
     from . import p0, p1, p2, p3, p4  # noqa: F401
@@ -156,8 +185,8 @@ def get(key: str) -> Bound:
 def list_bounds(paper: str | None = None, tag: str | None = None) -> list[Bound]:
     """All registered bounds, optionally filtered by paper and tag, in key order."""
     _load_all()
-    out = [b for b in _REGISTRY.values()
-           if (paper is None or b.paper == paper) and (tag is None or b.tag == tag)]
+    out = [b for b in _REGISTRY.values()  # a study file's own bounds only when asked for (paper="custom")
+           if (b.paper == paper if paper is not None else b.paper != "custom") and (tag is None or b.tag == tag)]
     return sorted(out, key=lambda b: b.key)
 
 

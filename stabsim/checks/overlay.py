@@ -1,0 +1,205 @@
+"""The generic check ``overlay``: any measure of ``stabsim.measures`` against any list of bounds.
+
+Configured in the study's ``[check]`` section (validated at parse time, ``stabsim.study``)::
+
+    [study]
+    check = "overlay"
+
+    [check]
+    measure = "uas_mean"             # a function of stabsim.measures
+    x = "t"                          # the coordinate the bounds are evaluated along
+    candidates = ["neighbour"]       # sweep axes of candidate neighbours: max over them
+    by = ["n"]                       # the other sweep axes: one verdict row per combination
+    bounds = ["P1.Thm4.uas", "custom.mine"]   # registry keys or [bounds.custom.NAME]
+
+A bound's arguments are bound by name (only those its function takes): the cell's ``n``,
+``d``, ``T``, ``eta`` (a constant step size), the loss constants ``G``, ``L``, ``kappa`` of the
+cell's loss and problem (as ``p1._constants``), ``D`` = the diameter 2R of the constraint set,
+``gamma``/``delta``/``eps`` (``[check] gamma`` or ``[bounds]``), ``[check] constants``, numeric
+attrs of the data set with the same name, and finally the coordinate ``x`` itself (its values
+override the cell's scalar).  EXPLICIT and EXPLICIT-DD bounds are judged by
+``stabsim.verdicts.check_bound`` (with the diameter 2R as the trivial bound of distance
+measures); RATE bounds need per-replicate slopes and are refused here (use a specific check).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+
+from .base import CheckResult, cell_setting, figure_name, register_check, sweep_slices
+
+#: measures whose value is a distance between two points of W (bounded by the diameter 2R).
+_DISTANCE_QUANTITIES = ("uas_mean", "uas_quantile", "iterate_dist", "iterate_dist_quantile", "sensitivity")
+
+
+def _loss_constants(params, spec=None) -> dict:
+    """G, L, kappa, D (and the radius) of the cell's loss on its problem (or, on real data, with
+    kappa = the largest row norm of the cell's training rows); {} where unknown."""
+    try:
+        if spec is not None and getattr(spec, "data_source", None):
+            from ..constraints import get_constraint
+            from ..losses import get_loss
+            from ..study import _source_arrays
+
+            a, d = params["algorithm"], params["data"]
+            X = _source_arrays(spec, d, spec.seed if d.get("seed") is None else d["seed"])[0]
+            kappa = float(np.max(np.linalg.norm(X, axis=-1)))
+            loss = get_loss(a["loss"], a["q"])
+            R = get_constraint(a["constraint"]).radius
+            c = {"G": loss.G(kappa, R), "L": loss.L(kappa, R), "kappa": kappa, "radius": R, "loss": loss.name}
+        else:
+            from .p1 import _constants
+
+            c = _constants(params)
+    except Exception:  # a kind without [data] problem / [algorithm] loss: the constants are not defined
+        return {}
+    out = {k: float(c[k]) for k in ("G", "L", "kappa")}
+    out["radius"] = float(c["radius"])
+    if math.isfinite(c["radius"]):
+        out["D"] = 2.0 * float(c["radius"])
+    out["loss"] = c["loss"]
+    return out
+
+
+def _values(spec, params, c, ds) -> dict:
+    a, d = params.get("algorithm", {}), params.get("data", {})
+    vals = {}
+    for k, sec in (("n", d), ("d", d), ("T", a)):
+        v = sec.get(k)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            vals[k] = float(v)
+    eta = a.get("eta")
+    if isinstance(eta, (int, float)) and not isinstance(eta, bool):
+        vals["eta"] = float(eta)
+    vals.update({k: c[k] for k in ("G", "L", "kappa", "D") if k in c})
+    for k in ("gamma", "delta", "eps"):
+        v = spec.check.get(k) if k == "gamma" and spec.check.get("gamma") is not None else spec.bounds.get(k)
+        if v is not None:
+            vals[k] = float(v)
+    for k, v in ds.attrs.items():
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and k not in vals:
+            vals[k] = float(v)
+    vals.update(spec.check.get("constants") or {})
+    return vals
+
+
+def _call_bound(b, vals: dict):
+    params = inspect.signature(b.func).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()) and getattr(b.func, "names", None) is None:
+        from ..theory.registry import _REGISTRY  # a wrapped registry bound: the original names its arguments
+
+        orig = _REGISTRY.get(b.key)
+        if orig is not None and orig.func is not b.func:
+            params = inspect.signature(orig.func).parameters
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        names = getattr(b.func, "names", None)
+        kw = {k: v for k, v in vals.items() if names is None or k in names}
+        need = [n for n in (names or ()) if n not in vals]
+    else:
+        kw = {k: vals[k] for k in params if k in vals}
+        need = [k for k, p in params.items() if p.default is p.empty and k not in vals
+                and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if need:
+        raise ValueError(f"bound {b.key}: no value for {', '.join(need)} (give it in [check] constants "
+                         f"= {{{need[0]} = ...}}, or use a cell with a constant step size / a problem and a loss)")
+    return b.func(**kw)
+
+
+def _measure(spec, sub, cands_axes):
+    from .. import measures
+
+    cfg = spec.check
+    fn = getattr(measures, cfg["measure"])
+    sig = inspect.signature(fn).parameters
+    kw = {}
+    if cfg.get("var") and "var" in sig:
+        kw["var"] = cfg["var"]
+    if "gamma" in sig:
+        g = cfg.get("gamma") if cfg.get("gamma") is not None else spec.bounds.get("gamma")
+        if g is None:
+            raise ValueError(f"measure {cfg['measure']} needs gamma: give [check] gamma or [bounds] gamma")
+        kw["gamma"] = float(g)
+    arg = sub
+    if cands_axes:
+        ax = cands_axes[0]
+        if len(cands_axes) > 1:
+            raise ValueError("[check] candidates: one axis of candidate neighbours at most")
+        if ax in sub.dims:
+            arg = [sub.sel({ax: v}).assign_attrs({ax: str(v)}) for v in sub[ax].values]
+            if len(arg) == 1:
+                arg = arg[0]
+    if isinstance(arg, list):
+        first = next(iter(inspect.signature(fn).parameters))
+        if first != "ds_or_list":
+            raise ValueError(f"measure {cfg['measure']} takes one data set: it cannot take the max over "
+                             f"candidates {cands_axes}")
+    return fn(arg, **kw)
+
+
+@register_check("overlay", description="generic: a measure ([check] measure) against a list of bounds "
+                                       "([check] bounds, registry keys or custom.*), one figure per case")
+def check_overlay(spec, ds) -> CheckResult:
+    from ..plots import plot_bound_overlay
+    from ..theory import get
+    from ..verdicts import check_bound
+
+    cfg = spec.check
+    if not cfg or not cfg.get("measure"):
+        raise ValueError("check = \"overlay\" needs a [check] section with measure and bounds")
+    keys = list(cfg["bounds"])
+    bounds_reg = [get(k) for k in keys]
+    rate = [b.key for b in bounds_reg if b.tag not in ("EXPLICIT", "EXPLICIT-DD")]
+    if rate:
+        raise ValueError(f"overlay compares EXPLICIT / EXPLICIT-DD bounds; {', '.join(rate)} "
+                         "is a RATE (or CONDITION) entry: use a rate check")
+    x = cfg.get("x") or "t"
+    cands = list(cfg.get("candidates") or [])
+    consumed = tuple(cands) + (x,)
+    rest = [a for a in spec.sweep if a not in consumed and a in ds.dims]
+    if cfg.get("by") is not None and sorted(cfg["by"]) != sorted(rest):
+        raise ValueError(f"[check] by = {cfg['by']}: the sweep axes not consumed by x / candidates are {rest}; "
+                         "every other axis must be split on (list them all in by)")
+    res = CheckResult()
+    for label, params, sub in sweep_slices(spec, ds, consumed=consumed):
+        measure = _measure(spec, sub, cands)
+        if x not in measure.coords:
+            raise ValueError(f"[check] x = {x!r} is not a coordinate of the measure (dims {list(measure.dims)})")
+        extra_dims = [dm for dm in measure["estimate"].dims if dm != x]
+        if extra_dims:
+            raise ValueError(f"the measure still has dims {extra_dims} besides x = {x!r}: add them to [check] by "
+                             "or candidates")
+        c = _loss_constants(params, spec)
+        vals = _values(spec, params, c, ds)
+        vals[x] = measure[x].values.astype(float)
+        notes = []
+        if "G" in c:
+            notes.append(f"G = {c['G']:.4g} ({c['loss']}, kappa = sup||x|| = {c['kappa']:.4g})")
+        if cands:
+            notes.append(f"neighbours: {measure.attrs.get('candidates', measure.attrs.get(cands[0]))}")
+        triv = None
+        if cfg.get("trivial", True) and "D" in c and measure.attrs.get("quantity") in _DISTANCE_QUANTITIES:
+            triv = c["D"]
+        curves, verdicts = [], []
+        for b in bounds_reg:
+            vals_b = np.broadcast_to(np.asarray(_call_bound(b, vals), dtype=float), measure[x].shape)
+            v = check_bound(measure, np.array(vals_b), b.tag, key=b.key, trivial_bound=triv, notes=notes)
+            curves.append((b, np.array(vals_b)))
+            verdicts.append(v)
+        fig = plot_bound_overlay(measure, curves, verdicts=verdicts, x=x,
+                                 setting=cell_setting(params) if "G" in c else "")
+        name = res.figure(figure_name(keys[0], label), fig)
+        for v in verdicts:
+            expl = None
+            if not v.ok:
+                expl = f"the measured {v.quantity} exceeds the bound at some {x}: " + "; ".join(v.notes)
+            res.add(v, figure=name, label=label or None, explanation=expl)
+        if "G" in c:
+            res.measured[f"G{' (' + label + ')' if label else ''}"] = c["G"]
+    if cands:
+        res.notes.append("the measure is the max over the candidate neighbours run (a lower estimate of the sup over "
+                         "neighbouring pairs), so 'holds' certifies the bound only for those pairs.")
+    res.notes.append(f"generic overlay check: measure {cfg['measure']} vs {', '.join(keys)}")
+    return res
