@@ -162,7 +162,13 @@ def _write_netcdf(ds: xr.Dataset, tmp: Path, engine: str, encoding) -> None:
         ds.to_netcdf(tmp, engine=engine, encoding=encoding)
         return
     if est <= IN_MEMORY_WRITE_BYTES:
-        data = ds.to_netcdf(engine=engine, encoding=encoding)
+        import dask
+
+        # With a dask.distributed client active, xarray would lock the in-memory target with a
+        # distributed lock named after it, which the scheduler does not know: everything here is
+        # in memory already, so write with the synchronous scheduler (a local lock).
+        with dask.config.set(scheduler="synchronous"):
+            data = ds.to_netcdf(engine=engine, encoding=encoding)
         with open(tmp, "wb") as f:
             f.write(data)
         return

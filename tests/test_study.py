@@ -130,6 +130,18 @@ def test_dask_localcluster_matches_local(tmp_path):
     assert_identical(local.data_path, dask.data_path)
 
 
+def test_data_nc_is_written_while_a_dask_client_is_active(tmp_path):
+    """The CLI keeps its dask client open while it writes data.nc: xarray must not take a
+    distributed lock on the in-memory netCDF (it failed with "Semaphore or Lock ... not known")."""
+    from stabsim.study import Executor
+
+    spec = load_study(write_study(tmp_path))
+    local = run_study(spec, tmp_path / "local", progress=False)
+    with Executor("local:1") as ex:
+        dask = run_study(spec, tmp_path / "dask", executor=ex, progress=False)
+    assert_identical(local.data_path, dask.data_path)
+
+
 def test_numba_thread_count_does_not_change_results(tmp_path):
     path = write_study(tmp_path, replicates=5, chunk=5, T=400)
     procs, outs = [], []
