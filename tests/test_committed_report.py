@@ -111,3 +111,4 @@ def test_errata_ids_resolve(rows):
     known = errata_ids()
     used = {i for r in rows for i in r["errata_ids"].split()}
     assert used and used <= known, sorted(used - known)
+

@@ -165,14 +165,8 @@ def register_custom(*, key: str, quantity: str, tag: str, func: Callable, rate=N
     return b
 
 
-def _load_all():
-    # Importing the paper modules fills the registry.
-    from . import p0, p1, p2, p3, p4  # noqa: F401
-
-
 def get(key: str) -> Bound:
     """The bound registered under ``key``; unknown keys raise with a 'did you mean'."""
-    _load_all()
     try:
         return _REGISTRY[key]
     except KeyError:
@@ -184,7 +178,6 @@ def get(key: str) -> Bound:
 
 def list_bounds(paper: str | None = None, tag: str | None = None) -> list[Bound]:
     """All registered bounds, optionally filtered by paper and tag, in key order."""
-    _load_all()
     out = [b for b in _REGISTRY.values()  # a study file's own bounds only when asked for (paper="custom")
            if (b.paper == paper if paper is not None else b.paper != "custom") and (tag is None or b.tag == tag)]
     return sorted(out, key=lambda b: b.key)
