@@ -155,10 +155,15 @@ def count_by_kind(rows: list[dict]) -> dict:
             kind = "error"
         else:
             kind = r["check_kind"] or "other"
-        label = r["verdict"] + (f" ({r['qualifier']})" if r.get("qualifier") and r["verdict"] != STAND_IN else "")
+        label = _verdict_label(r)
         out.setdefault(kind, {})
         out[kind][label] = out[kind].get(label, 0) + 1
     return out
+
+
+def _verdict_label(r: dict) -> str:
+    """The verdict with its qualifier, e.g. "inconclusive (curvature)" (a stand-in row's own)."""
+    return r["verdict"] + (f" ({r['qualifier']})" if r.get("qualifier") and r["verdict"] != STAND_IN else "")
 
 
 def _count_text(counts: dict) -> str:
@@ -305,7 +310,7 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     shown = []
     for r in rows:
         bad = r["verdict"] in FAILED_VERDICTS
-        lab = r["verdict"] + (f" ({r['qualifier']})" if r.get("qualifier") and r["verdict"] != STAND_IN else "")
+        lab = _verdict_label(r)
         value = ""
         if r.get("slope") != "":
             value = (f"slope {_g(r['slope'])} [{_g(r['slope_lower'], 4)}, {_g(r['slope_upper'], 4)}] "

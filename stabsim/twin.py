@@ -182,7 +182,6 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         raise ValueError(f"sigma (noise level) must be finite and >= 0, got {sigma!r}")
     nb = as_neighbour(neighbour)
     kidx, xrep, yrep = make_neighbours(nb, X, y, reps, seed, problem=problem)
-    Xext, Yext, krows = extend_with_replacements(X, y, xrep, yrep)
     W0 = _initial_points(w0, R, p, reps, seed, cons, md)
     has_ref = w_ref is not None
     wref = np.zeros(p) if w_ref is None else np.ascontiguousarray(np.asarray(w_ref, float).ravel())
@@ -191,19 +190,21 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     rec = np.full((R, ck.size, N_REC), np.nan)
     outs = np.zeros((R, ck.size, 2, p) if record_outputs else (1, 1, 2, 1))
     blocks, bar = replicate_blocks(R, T, p, progress)
-    for sl in blocks:  # replicate r depends only on (seed, r): any split gives the same numbers
-        if len(blocks) > 1:  # the kernel's layout for this block's replicates only
+    try:
+        for sl in blocks:  # replicate r depends only on (seed, r): any split gives the same numbers
+            # the kernel's layout for this block's replicates (one block: all of them)
             Xext, Yext, krows = extend_with_replacements(X if nS == 1 else X[sl], y if nS == 1 else y[sl],
                                                          xrep[sl], yrep[sl])
-        twin_kernel(Xext, Yext, kidx[sl], krows, reps[sl], np.int64(seed),
-                    alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
-                    cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
-                    bool(independent_noise), has_ref, wref, W0[sl], ck, rec[sl], bool(record_outputs),
-                    outs[sl] if record_outputs else outs, T=T, strides=(es, os_))
+            twin_kernel(Xext, Yext, kidx[sl], krows, reps[sl], np.int64(seed),
+                        alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
+                        cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
+                        bool(independent_noise), has_ref, wref, W0[sl], ck, rec[sl], bool(record_outputs),
+                        outs[sl] if record_outputs else outs, T=T, strides=(es, os_))
+            if bar is not None:
+                bar.update(sl.stop - sl.start)
+    finally:
         if bar is not None:
-            bar.update(sl.stop - sl.start)
-    if bar is not None:
-        bar.close()
+            bar.close()
     return _to_dataset(rec, outs if record_outputs else None, reps, ck, etas, es, kidx, dict(
         algorithm=alg.name, algorithm_reference=alg.reference, buffer=alg.buffer, output_rule=alg.output,
         loss=lossf.name, constraint=cons.name, radius=cons.radius, T=T, n=n, d=d, seed=seed,
