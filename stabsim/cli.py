@@ -149,7 +149,9 @@ def resolve_studies(names, studies_dir: Path) -> list[Path]:
 
 
 def cmd_run(args) -> int:
-    from . import checks  # noqa: F401  (registers the study kinds of the analysis modules)
+    from .builtin import load_all
+
+    load_all()  # the built-in study kinds and checks
 
     plugins = _load_plugins(args)
     paths = resolve_studies(args.study, _studies_dir(args))
@@ -165,7 +167,7 @@ def cmd_run(args) -> int:
     t0 = time.perf_counter()
     analyse = None
     if not args.no_analyse:
-        from .checks import analyse
+        from .analyses import analyse
     failures: dict[str, str] = {}
     with Executor(args.scheduler) as ex:
         for spec in specs:  # each study is analysed as soon as it finishes

@@ -1,7 +1,7 @@
 """User modules outside the package (issue 16, item 4; contract in docs/plugins.md).
 
 A plugin is an importable Python module that, when imported, registers any of: a study kind
-(``stabsim.study.register_kind``), an analysis check (``stabsim.checks.register_check``), a loss
+(``stabsim.study.register_kind``), an analysis check (``stabsim.analyses.register_check``), a loss
 form (``stabsim.losses``) or a bound (``stabsim.theory.register``; paper "custom" via
 ``stabsim.theory.register_custom``).  It is loaded by ``stabsim run/report --plugins NAME``
 or by the study's ``[study] plugins = ["NAME"]`` (imported at parse time), and again inside

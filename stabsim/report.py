@@ -1,7 +1,7 @@
 """``stabsim report``: one table over every analysed study in an output folder.
 
 ``report(out_dir, reports_dir=None)`` (re-)analyses studies whose ``data.nc`` is newer
-than their ``analysis.json`` (``stabsim.checks.analyse``), copies their figures to
+than their ``analysis.json`` (``stabsim.analyses.analyse``), copies their figures to
 ``reports_dir/figures/<study>/`` and writes
 
 ``index.md``        a header (command, date, wall time, profile, verdicts counted by kind of
@@ -23,7 +23,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .checks.base import ANALYSIS_FILE, CHECK_KINDS, FIGURE_DIR, STAND_IN, SUMMARY_FILE, _g, analyse, md_table
+from .analyses.base import ANALYSIS_FILE, CHECK_KINDS, FIGURE_DIR, STAND_IN, SUMMARY_FILE, _g, analyse, md_table
 from .verdicts import FAILED_VERDICTS, OK_VERDICTS
 
 __all__ = ["report", "collect", "verdict_rows", "VERDICT_COLUMNS", "write_verdict_table", "count_by_kind",

@@ -24,7 +24,7 @@ a bad value is an error naming the section, the key, the value and what is allow
     ``chunk``         int >= 1 (default min(replicates, 64)): replicates per chunk, the unit
                       of scheduling, persistence and resumption.
     ``suite``         bool (default false): part of ``stabsim run suite``.
-    ``check``         str: the analysis (``stabsim.checks.register_check``) that turns the
+    ``check``         str: the analysis (``stabsim.analyses.register_check``) that turns the
                       results into verdicts and figures (``summary.md``); not part of the data.
 
 ``[data]`` (kind ``twin``)
@@ -88,7 +88,7 @@ a bad value is an error naming the section, the key, the value and what is allow
 
 ``[check]``  (analysis only, not in the fingerprint)
     The configuration of a generic check (``[study] check = "overlay"``,
-    ``stabsim.checks.overlay``): ``measure`` (a function of ``stabsim.measures``), ``x``,
+    ``stabsim.analyses.overlay``): ``measure`` (a function of ``stabsim.measures``), ``x``,
     ``by``, ``candidates``, ``bounds`` (registry keys or ``custom.NAME``), ``gamma``,
     ``constants``, ``trivial``.  Unknown measure, bound or axis names are parse errors.
 
@@ -125,7 +125,7 @@ str/int/float.  ``params`` maps section names to ``{key: Param}`` (sections othe
 check combinations (raise ``StudyError``).  Kinds used with dask must live in a module
 the workers can import.  The module that registers a kind must be imported before a
 study of that kind is loaded: ``get_kind`` imports the modules listed in ``KIND_MODULES``
-(``stabsim.checks``) the first time it meets an unknown kind.
+(``stabsim.experiments``) the first time it meets an unknown kind.
 
 Execution
 =========
@@ -365,19 +365,24 @@ def register_kind(name: str, *, params: dict | None = None, validate: Callable |
 #: Modules imported (once) when a study names a kind that is not registered yet: the places
 #: where theorem-specific kinds live.  Append to it to make another module's kinds
 #: available to ``load_study`` without importing it first.
-KIND_MODULES = ["stabsim.checks"]
+KIND_MODULES = ["stabsim.experiments", "stabsim.checks"]  # TRANSITION (#18): stabsim.checks goes
+
+
+def load_kinds() -> None:
+    """Import ``KIND_MODULES`` (each registers its kinds)."""
+    import importlib
+
+    for mod in KIND_MODULES:
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
 
 
 def get_kind(name: str) -> Kind:
     if name not in KINDS:
-        import importlib
-
-        for mod in KIND_MODULES:
-            try:
-                importlib.import_module(mod)
-            except ModuleNotFoundError as e:
-                if e.name != mod:
-                    raise
+        load_kinds()
     if name not in KINDS:
         raise _Bad(f"must be a registered study kind: {', '.join(map(repr, KINDS))}.{_hint(name, KINDS)}".rstrip("."))
     return KINDS[name]
@@ -387,7 +392,7 @@ def _check_check(v):
     """``[study] check``: a registered analysis check (validated before anything runs, so that
     a typo is not found only after the whole computation)."""
     v = string()(v)
-    from .checks.base import get_check
+    from .analyses.base import get_check
 
     try:
         get_check(v)
@@ -420,7 +425,7 @@ STUDY_PARAMS = {
     "replicates": Param("replicates per cell", 100, integer(1, " (the number of replicates per cell)")),
     "chunk": Param("replicates per chunk", None, integer(1, " (replicates per chunk)")),
     "suite": Param("part of `stabsim run suite`", False, boolean),
-    "check": Param("analysis check (stabsim.checks registry) run after the study", None, _check_check),
+    "check": Param("analysis check (stabsim.analyses registry) run after the study", None, _check_check),
 }
 
 
@@ -478,7 +483,7 @@ def _check_constants(v):
     return {str(k): float(x) for k, x in v.items()}
 
 
-#: ``[check]``: the configuration of a generic check (``check = "overlay"``, stabsim.checks.overlay).
+#: ``[check]``: the configuration of a generic check (``check = "overlay"``, stabsim.analyses.overlay).
 #: Analysis only: not part of the fingerprint.  Names are checked at the end of ``parse_study``.
 CHECK_PARAMS = {
     "measure": Param("a function of stabsim.measures (uas_mean, uas_quantile, onavg_stability, ...)", None,

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from stabsim.checks import CheckResult
-from stabsim.checks.base import STAND_IN
+from stabsim.analyses import CheckResult
+from stabsim.analyses.base import STAND_IN
 from stabsim.theory import get
 from stabsim.verdicts import bound_slope, check_rate, rate_exponent
 
@@ -146,7 +146,7 @@ def test_p1_table1_stand_in_rows(tmp_path):
     """digits stands in for usps: its Table 1 row shows the paper's 0.926 for context, verdict stand-in;
     diabetes is the paper's own data: judged."""
     from stabsim import datasets
-    from stabsim.checks import analyse
+    from stabsim.analyses import analyse
     from stabsim.study import parse_study, run_study
 
     assert datasets._resolve("digits").stand_in and not datasets._resolve("diabetes").stand_in

@@ -44,7 +44,7 @@ def test_report_one_row_per_verdict(out):
 
 def test_wrong_bound_is_violated(out, monkeypatch):
     import stabsim.theory as theory
-    from stabsim.checks import analyse
+    from stabsim.analyses import analyse
 
     sdir = out / "copy" / "p1_thm4_uas"
     shutil.copytree(out / "out" / "p1_thm4_uas", sdir)
@@ -62,7 +62,7 @@ def test_wrong_bound_is_violated(out, monkeypatch):
 
 
 def test_unknown_check_is_an_error_row(out):
-    from stabsim.checks import get_check
+    from stabsim.analyses import get_check
 
     with pytest.raises(KeyError, match="no analysis check"):
         get_check("p1_nope")
@@ -95,7 +95,7 @@ def _row(verdict, kind="bound", qualifier="", **kw):
 
 
 def test_headline_counts_kinds_apart_and_leaves_stand_ins_out():
-    from stabsim.checks.base import STAND_IN
+    from stabsim.analyses.base import STAND_IN
     from stabsim.report import count_by_kind, theorem_summary
 
     rows = [_row("holds"), _row("violated"), _row("matches", "rate"), _row("inconclusive", "rate", "curvature"),
@@ -111,8 +111,8 @@ def test_headline_counts_kinds_apart_and_leaves_stand_ins_out():
 
 
 def test_stand_in_rows_are_not_judged():
-    from stabsim.checks import CheckResult
-    from stabsim.checks.base import STAND_IN, _row as base_row
+    from stabsim.analyses import CheckResult
+    from stabsim.analyses.base import STAND_IN, _row as base_row
     from stabsim.verdicts import Verdict
 
     res = CheckResult()

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from stabsim.checks import analyse
+from stabsim.analyses import analyse
 from stabsim.study import parse_study, run_study
 
 

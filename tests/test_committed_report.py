@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from stabsim.checks.base import CHECK_KINDS, STAND_IN
+from stabsim.analyses.base import CHECK_KINDS, STAND_IN
 from stabsim.report import VERDICT_COLUMNS
 from stabsim.verdicts import VACUOUS_TIGHTNESS
 

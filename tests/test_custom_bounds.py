@@ -156,8 +156,8 @@ def thm4(tmp_path_factory):
 
 
 def test_overlay_gives_the_specific_checks_verdict(thm4):
-    from stabsim.checks import get_check
-    from stabsim.checks.base import _row, load_results
+    from stabsim.analyses import get_check
+    from stabsim.analyses.base import _row, load_results
 
     spec, ds, _ = load_results(thm4)
     assert spec.check["measure"] == "uas_mean"  # the study now uses the overlay check
@@ -190,8 +190,8 @@ def test_plugin_missing_is_a_clear_error(tmp_path):
 
 
 def test_plugin_registers_a_bound_and_a_check(monkeypatch, thm4):
-    from stabsim.checks import get_check
-    from stabsim.checks.base import load_results
+    from stabsim.analyses import get_check
+    from stabsim.analyses.base import load_results
     from stabsim.plugins import load_plugins, plugin_hashes
 
     monkeypatch.syspath_prepend(str(PLUGINS))

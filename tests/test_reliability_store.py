@@ -253,7 +253,7 @@ def test_a_flipped_byte_in_data_values_is_never_taken_as_complete(tmp_path):
     _flip_value_byte(ref.data_path)
     with pytest.raises(Exception):  # any reader: HDF5 checks Fletcher-32
         xr.load_dataset(ref.data_path, engine="h5netcdf")
-    from stabsim.checks.base import load_results
+    from stabsim.analyses.base import load_results
 
     with pytest.raises(DamagedData, match="data.nc is damaged"):
         load_results(ref.out_dir)

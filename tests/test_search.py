@@ -74,7 +74,7 @@ def test_tightness_study_kind_and_check(tmp_path):
     """The p1_tightness kind + check end to end on a tiny profile (searched/flip/farthest on fresh ids)."""
     from pathlib import Path
 
-    from stabsim.checks.base import analyse
+    from stabsim.analyses.base import analyse
     from stabsim.study import parse_study, run_study
 
     text = Path(__file__).parents[1].joinpath("studies", "p1_thm4_tightness.toml").read_text()

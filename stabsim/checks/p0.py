@@ -29,7 +29,7 @@ import xarray as xr
 from ..measures import REPLICATE, uas_quantile
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, choice, register_kind, twin_params
 from ..verdicts import check_bound
-from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
+from ..analyses.base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
 
 REFERENCE = {
     "point": Param("reference point w_ref of the regret path: 'w_star_hinge' (auc_separable) or 'zeros'",

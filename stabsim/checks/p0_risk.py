@@ -58,7 +58,7 @@ from ..measures import REPLICATE, empirical_quantile_index, mean_ci, order_stati
 from ..study import (Param, StudyError, StudySpec, _problem, _validate_twin, boolean, choice, integer,
                      number, open_unit, register_kind, twin_params)
 from ..verdicts import Verdict, check_bound, check_rate, rate_exponent
-from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
+from ..analyses.base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
 
 M_AUC_HINGE = 1.0  # M = sup l(0, z, z') = phi(0) = 1 for the AUC hinge loss
 

@@ -27,8 +27,9 @@ import xarray as xr
 from ..measures import REPLICATE, mean_ci, order_statistic_ci_indices, empirical_quantile_index, uas_mean
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, boolean, integer, number, \
     register_kind, twin_params
+from ..setups.constants import cell_constants as _constants
 from ..verdicts import check_bound
-from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
+from ..analyses.base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
 
 RISK = {
     "m": Param("test sample size for F (U-statistic); ignored with a closed form", 2000,
@@ -112,19 +113,6 @@ KINDS["twin_risk"].validate = _validate_twin_risk
 
 
 # ---- helpers ------------------------------------------------------------------------------------
-
-def _constants(params) -> dict:
-    """G, L, kappa and the constraint radius for the cell's loss and problem."""
-    from ..constraints import get_constraint
-    from ..losses import get_loss
-
-    a = params["algorithm"]
-    pb = _problem(params["data"])
-    loss = get_loss(a["loss"], a["q"])
-    R = get_constraint(a["constraint"]).radius
-    return {"G": loss.G(pb.kappa, R), "L": loss.L(pb.kappa, R), "kappa": pb.kappa, "radius": R,
-            "loss": loss.name}
-
 
 def _overlay(res, key, measure, bounds, verdicts, label, params, extra="", x="t"):
     from ..plots import plot_bound_overlay

@@ -87,7 +87,7 @@ from ..verdicts import (
     rate_class,
     rate_exponent,
 )
-from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
+from ..analyses.base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
 
 # ---------------------------------------------------------------------------------------------
 # helpers
@@ -864,7 +864,7 @@ def _abs_measure(gap: xr.DataArray, widen: float) -> xr.Dataset:
 def check_lem1(spec, ds) -> CheckResult:
     from ..losses import get_loss
     from ..theory import get
-    from .base import constant_eta
+    from ..analyses.base import constant_eta
     from .p1 import _overlay
 
     res = CheckResult()

@@ -49,7 +49,7 @@ import xarray as xr
 
 from ..study import Param, StudyError, StudySpec, _Bad, choice, integer, number, register_kind
 from ..verdicts import Verdict
-from .base import CheckResult, register_check
+from ..analyses.base import CheckResult, register_check
 
 METHOD_NAMES = ("p1_alg1", "sgd_pair", "olp", "oam_gra", "spauc")
 METHOD_LABELS = {"p1_alg1": "Ours (Alg. 1)", "sgd_pair": "SGD_pair", "olp": "OLP", "oam_gra": "OAM_gra",
@@ -255,7 +255,7 @@ def _sel(ds, dataset, method):
 
 def _cell_values(spec, ds):
     """[(dataset, method, sub-dataset)] over the cells present."""
-    from .base import sweep_slices
+    from ..analyses.base import sweep_slices
 
     out = []
     for _label, params, sub in sweep_slices(spec, ds):

@@ -28,7 +28,7 @@ from ..measures import uas_mean
 from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, choice, integer, register_kind, \
     twin_params
 from ..verdicts import check_bound, check_rate
-from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
+from ..analyses.base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
 
 NEIGHBOURS = ("searched", "flip", "farthest")
 

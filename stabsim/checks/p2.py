@@ -63,7 +63,7 @@ from ..measures import REPLICATE, empirical_quantile_index, mean_ci, order_stati
 from ..study import (TWIN_DATA, Param, StudyError, StudySpec, _problem, boolean, choice, integer, number,
                      register_kind)
 from ..verdicts import check_bound, check_rate
-from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
+from ..analyses.base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
 
 _DATA = {k: TWIN_DATA[k] for k in ("problem", "d", "n", "seed", "gamma", "rho", "pi", "flip", "kappa")}
 _P2_LOSSES = ("ranking_logistic", "auc_logistic", "auc_ordered_logistic", "metric_logistic")

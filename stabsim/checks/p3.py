@@ -65,7 +65,7 @@ import xarray as xr
 from .. import rng
 from ..study import Param, StudyError, boolean, choice, integer, number, open_unit, register_kind, string
 from ..verdicts import Verdict, check_bound, check_rate, rate_exponent
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from ..analyses.base import CheckResult, figure_name, register_check, sweep_slices
 
 #: counter-based stream of the per-replicate training subsets of real data sets (local to P3)
 STREAM_SUBSAMPLE = 12

@@ -54,7 +54,7 @@ import numpy as np
 from ..measures import bootstrap_counts
 from ..study import Param, choice, integer, register_kind
 from ..verdicts import Verdict
-from .base import CheckResult, register_check
+from ..analyses.base import CheckResult, register_check
 from .p3 import P3_PARAMS, _validate, p3_cell
 
 FIGURE = {

@@ -31,7 +31,7 @@ from ..measures import REPLICATE, mean_ci, onavg_stability
 from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, boolean, integer, number, \
     register_kind, twin_params, choice
 from ..verdicts import check_bound, check_rate
-from .base import CheckResult, constant_eta, figure_name, register_check, sweep_slices
+from ..analyses.base import CheckResult, constant_eta, figure_name, register_check, sweep_slices
 
 RISK = {
     "m": Param("test sample size for the Monte Carlo F(w_priv)", 20000, integer(3, " (test sample size)"),

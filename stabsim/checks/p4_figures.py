@@ -32,7 +32,7 @@ import xarray as xr
 from ..measures import REPLICATE, mean_ci
 from ..study import Param, StudySpec, _problem, _validate_twin, choice, integer, number, register_kind, twin_params
 from ..verdicts import Verdict
-from .base import CheckResult, register_check
+from ..analyses.base import CheckResult, register_check
 
 FIGURE = {
     "eps": Param("privacy eps; 0 = non-private SGD", 0.0, number(ge=0)),

@@ -48,7 +48,7 @@ from ..measures import REPLICATE, mean_ci
 from ..study import Param, StudySpec, _problem, _validate_twin, boolean, choice, integer, number, register_kind, \
     twin_params
 from ..verdicts import Verdict, check_bound, check_rate
-from .base import CheckResult, register_check, sweep_slices
+from ..analyses.base import CheckResult, register_check, sweep_slices
 
 # ------------------------------------------------------------------------------------------ reference point
 

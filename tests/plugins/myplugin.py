@@ -1,7 +1,7 @@
 """A test plugin (docs/plugins.md): registers a bound and a check from outside the package."""
 import numpy as np
 
-from stabsim.checks import CheckResult, register_check
+from stabsim.analyses import CheckResult, register_check
 from stabsim.measures import uas_mean
 from stabsim.theory import register_custom
 from stabsim.verdicts import check_bound
@@ -18,8 +18,8 @@ register_custom(key="custom.myplugin_loose", quantity="uas_mean", tag="EXPLICIT"
 
 @register_check("myplugin_uas", description="test plugin check: UAS vs the plugin's loose bound")
 def myplugin_check(spec, ds) -> CheckResult:
-    from stabsim.checks.overlay import _loss_constants
-    from stabsim.checks.base import sweep_slices, constant_eta
+    from stabsim.analyses.overlay import _loss_constants
+    from stabsim.analyses.base import sweep_slices, constant_eta
 
     res = CheckResult()
     for label, params, sub in sweep_slices(spec, ds):

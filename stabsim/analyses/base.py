@@ -3,7 +3,7 @@
 An *analysis function* ("check") turns a study's spec and its assembled Dataset into a
 ``CheckResult``::
 
-    from stabsim.checks import CheckResult, register_check
+    from stabsim.analyses import CheckResult, register_check
 
     @register_check("my_check", description="one line")
     def my_check(spec, ds) -> CheckResult:
@@ -157,16 +157,16 @@ def get_check(name: str) -> Check:
 
 
 def _import_builtin():
-    """Import every ``stabsim/checks/p*.py`` (they register checks and study kinds)."""
+    """Register every built-in check (``stabsim.analyses``) and study kind (through the study
+    registry, ``stabsim.study.KIND_MODULES``): an analysis never imports an experiment itself."""
+    from ..builtin import load_analyses
+    from ..study import load_kinds
+
+    load_analyses()
+    load_kinds()
     import importlib
-    import pkgutil
 
-    from .. import checks
-
-    for m in pkgutil.iter_modules(checks.__path__):
-        if m.name.startswith("p") and m.name[1:2].isdigit():
-            importlib.import_module(f"{checks.__name__}.{m.name}")
-    importlib.import_module(f"{checks.__name__}.overlay")  # the generic check (check = "overlay")
+    importlib.import_module("stabsim.checks")  # TRANSITION (#18): modules not split yet
 
 
 # ---- spec / data -----------------------------------------------------------------------------

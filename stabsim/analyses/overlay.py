@@ -14,7 +14,7 @@ Configured in the study's ``[check]`` section (validated at parse time, ``stabsi
 
 A bound's arguments are bound by name (only those its function takes): the cell's ``n``,
 ``d``, ``T``, ``eta`` (a constant step size), the loss constants ``G``, ``L``, ``kappa`` of the
-cell's loss and problem (as ``p1._constants``), ``D`` = the diameter 2R of the constraint set,
+cell's loss and problem (``stabsim.setups.constants``), ``D`` = the diameter 2R of the constraint set,
 ``gamma``/``delta``/``eps`` (``[check] gamma`` or ``[bounds]``), ``[check] constants``, numeric
 attrs of the data set with the same name, and finally the coordinate ``x`` itself (its values
 override the cell's scalar).  EXPLICIT and EXPLICIT-DD bounds are judged by
@@ -38,23 +38,15 @@ _DISTANCE_QUANTITIES = ("uas_mean", "uas_quantile", "iterate_dist", "iterate_dis
 def _loss_constants(params, spec=None) -> dict:
     """G, L, kappa, D (and the radius) of the cell's loss on its problem (or, on real data, with
     kappa = the largest row norm of the cell's training rows); {} where unknown."""
-    try:
-        if spec is not None and getattr(spec, "data_source", None):
-            from ..constraints import get_constraint
-            from ..losses import get_loss
-            from ..study import _source_arrays
+    from ..setups.constants import cell_constants, source_constants
 
-            a, d = params["algorithm"], params["data"]
-            X = _source_arrays(spec, d, spec.seed if d.get("seed") is None else d["seed"])[0]
-            kappa = float(np.max(np.linalg.norm(X, axis=-1)))
-            loss = get_loss(a["loss"], a["q"])
-            R = get_constraint(a["constraint"]).radius
-            c = {"G": loss.G(kappa, R), "L": loss.L(kappa, R), "kappa": kappa, "radius": R, "loss": loss.name}
-        else:
-            from .p1 import _constants
-
-            c = _constants(params)
-    except Exception:  # a kind without [data] problem / [algorithm] loss: the constants are not defined
+    if "algorithm" not in params or "loss" not in params["algorithm"]:
+        return {}  # a kind without [algorithm] loss: the constants are not defined
+    if spec is not None and getattr(spec, "data_source", None):
+        c = source_constants(spec, params)
+    elif "problem" in params.get("data", {}):
+        c = cell_constants(params)
+    else:
         return {}
     out = {k: float(c[k]) for k in ("G", "L", "kappa")}
     out["radius"] = float(c["radius"])

@@ -1,0 +1,40 @@
+"""The loss constants of a twin cell: G, L, kappa and the radius R of W, in the papers' symbols.
+
+``G`` is the Lipschitz constant and ``L`` the smoothness constant of the pair loss on
+{||x|| <= kappa} x W (``stabsim.losses``), ``kappa`` = sup ||x|| of the cell's data and ``R``
+the radius of the constraint set (inf when unconstrained).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def cell_constants(params) -> dict:
+    """G, L, kappa and the constraint radius for the cell's ``[algorithm] loss`` on its
+    ``[data] problem`` (kappa is the problem's sup ||x||)."""
+    from ..constraints import get_constraint
+    from ..losses import get_loss
+    from ..study import _problem
+
+    a = params["algorithm"]
+    pb = _problem(params["data"])
+    loss = get_loss(a["loss"], a["q"])
+    R = get_constraint(a["constraint"]).radius
+    return {"G": loss.G(pb.kappa, R), "L": loss.L(pb.kappa, R), "kappa": pb.kappa, "radius": R,
+            "loss": loss.name}
+
+
+def source_constants(spec, params) -> dict:
+    """As ``cell_constants`` for a study on a user's data (``[data] dataset`` / ``file``):
+    kappa is the largest row norm of the cell's training rows."""
+    from ..constraints import get_constraint
+    from ..losses import get_loss
+    from ..study import _source_arrays
+
+    a, d = params["algorithm"], params["data"]
+    X = _source_arrays(spec, d, spec.seed if d.get("seed") is None else d["seed"])[0]
+    kappa = float(np.max(np.linalg.norm(X, axis=-1)))
+    loss = get_loss(a["loss"], a["q"])
+    R = get_constraint(a["constraint"]).radius
+    return {"G": loss.G(kappa, R), "L": loss.L(kappa, R), "kappa": kappa, "radius": R, "loss": loss.name}
