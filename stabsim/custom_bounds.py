@@ -88,9 +88,22 @@ class Formula:
                            for k, v in values.items() if k in self.names})
         return np.asarray(out, dtype=float) if not np.isscalar(out) else float(out)
 
+    def on_arrays(self, env: dict):
+        """Evaluate with the values as given (xarray DataArrays keep their dims and coords)."""
+        missing = [s for s in self.names if s not in env]
+        if missing:
+            raise ExprError(f"formula {self.text!r} needs {', '.join(missing)} (not given)")
+        with np.errstate(all="ignore"):
+            return self._f({k: env[k] for k in self.names})
 
-def compile_expr(text: str, allowed=SYMBOLS) -> Formula:
-    """Parse and compile ``text`` (see the module docstring); raises ``ExprError``."""
+
+def compile_expr(text: str, allowed=SYMBOLS, functions: dict | None = None, arity: dict | None = None) -> Formula:
+    """Parse and compile ``text`` (see the module docstring); raises ``ExprError``.
+
+    ``functions``/``arity``: the callable names and their argument counts (default ``FUNCTIONS``);
+    the overlay check adds reductions over the data (``stabsim.analyses.overlay_measure``)."""
+    FUNCTIONS = functions if functions is not None else globals()["FUNCTIONS"]
+    _ARITY = arity if arity is not None else globals()["_ARITY"]
     if not isinstance(text, str) or not text.strip():
         raise ExprError("the formula must be a non-empty string, e.g. expr = \"2 * G * eta * t / n\"")
     try:

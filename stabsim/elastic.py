@@ -197,6 +197,20 @@ def locally_elastic_stability(X, y, loss, *, constraint="none", reg=0.01, indice
     attrs: quantity, neighbour_relation = "remove-one", loss, n, d, reg, constraint, hessian,
     cert_full, w_err_bound_full, erm_method, test_pairs, note, level, ci_method.
     """
+    lf, estimators, reg, X, y, idx, all_i = _validate_elastic(X, y, loss, constraint, reg, indices,
+                                                              estimators)
+    n, d = X.shape
+    full, w, D1, Hinv, pairs, tp_desc, l_full, d1_t = _at_full_solution(X, y, lf, reg, tol, estimators,
+                                                                         test_pairs)
+    loo = _removal_loop(X, y, lf, reg, tol, estimators, idx, w, D1, Hinv, pairs, l_full, d1_t)
+    ds, ci_method = _elastic_dataset(n, d, reg, estimators, idx, all_i, level, *loo)
+    _elastic_attrs(ds, lf, n, d, reg, full, tol, tp_desc, idx, all_i, level, ci_method)
+    return ds
+
+
+def _validate_elastic(X, y, loss, constraint, reg, indices, estimators):
+    """Checked inputs of ``locally_elastic_stability``: the loss, the estimators, reg, the data as
+    float arrays, the removed indices i and whether they are all of 0..n-1."""
     lf = _as_loss(loss)
     _check_linear_pairwise(lf)
     estimators = tuple(estimators)
@@ -223,7 +237,14 @@ def locally_elastic_stability(X, y, loss, *, constraint="none", reg=0.01, indice
     if idx.size == 0 or idx.min() < 0 or idx.max() >= n or np.unique(idx).size != idx.size:
         raise ValueError(f"indices must be distinct integers in [0, {n}), got {indices!r}")
     all_i = indices is None or np.unique(idx).size == n
+    return lf, estimators, reg, X, y, idx, all_i
 
+
+def _at_full_solution(X, y, lf, reg, tol, estimators, test_pairs):
+    """Everything at A_D (P2 Def. 6): the certified ERM on D, the pair derivative matrix D1, the
+    inverse exact Hessian (influence estimator, P2 Eq. 4), the test pairs with their losses, and
+    the test-pair derivative weights for P2 Lemma 1's linearisation."""
+    n, d = X.shape
     full = _risk.erm(X, y, lf, "none", tol=tol, reg=reg)
     if not full.certificate <= max(1e3 * tol, 1e-8):
         raise ValueError(f"ERM on D is not certified (certificate {full.certificate:.3g} > tol): the "
@@ -231,7 +252,7 @@ def locally_elastic_stability(X, y, loss, *, constraint="none", reg=0.01, indice
     w = full.w
     _, D1, D2, _ = pair_matrices(w, X, y, lf)
     N = n * (n - 1.0)
-    H = None
+    Hinv = None
     if "influence" in estimators:
         H = _hessian(D2, X) / N + reg * np.eye(d)
         Hinv = np.linalg.inv(H)
@@ -241,7 +262,16 @@ def locally_elastic_stability(X, y, loss, *, constraint="none", reg=0.01, indice
     c_t, act_t = _coef(lf.form, ya, yb)
     dphi_t = _phi(lf.phi, c_t * ((Xa - Xb) @ w), lf.q)[1]
     d1_t = np.where(act_t, c_t * dphi_t, 0.0)
+    return full, w, D1, Hinv, (Xa, ya, Xb, yb), tp_desc, l_full, d1_t
 
+
+def _removal_loop(X, y, lf, reg, tol, estimators, idx, w, D1, Hinv, pairs, l_full, d1_t):
+    """A_{D^{-i}} - A_D for every removed i and estimator (exact leave-one-out ERM or the influence
+    function, P2 Eq. 4) and beta_n(z_i; z_j, z_k) over the test pairs (P2 Def. 6); returns
+    (delta, beta_mean, beta_max, lemma1, cert_loo, conv_loo)."""
+    Xa, ya, Xb, yb = pairs
+    n, d = X.shape
+    N = n * (n - 1.0)
     E = len(estimators)
     delta = np.full((idx.size, E, d), np.nan)
     beta_mean = np.full((idx.size, E), np.nan)
@@ -267,7 +297,14 @@ def locally_elastic_stability(X, y, loss, *, constraint="none", reg=0.01, indice
             b = np.abs(l_full - l_loo)
             beta_mean[r, e] = b.mean()
             beta_max[r, e] = b.max()
+    return delta, beta_mean, beta_max, lemma1, cert_loo, conv_loo
 
+
+def _elastic_dataset(n, d, reg, estimators, idx, all_i, level, delta, beta_mean, beta_max, lemma1,
+                     cert_loo, conv_loo):
+    """The Dataset of ``locally_elastic_stability``: per-i variables, the sup_i n * beta_mean
+    summary (P2 Thm 3, beta_n = beta/n) and the mean over i with its t-interval; returns
+    (ds, ci_method)."""
     coords = {"i": idx, "estimator": list(estimators), "param": np.arange(d)}
     ds = xr.Dataset(coords=coords)
     ds["delta"] = (("i", "estimator", "param"), delta)
@@ -297,6 +334,12 @@ def locally_elastic_stability(X, y, loss, *, constraint="none", reg=0.01, indice
         ci_method = ci.attrs["ci_method"] + " over the removed indices i"
     else:
         ci_method = "none (one index)"
+    return ds, ci_method
+
+
+def _elastic_attrs(ds, lf, n, d, reg, full, tol, tp_desc, idx, all_i, level, ci_method):
+    """Long names and the attrs of ``locally_elastic_stability``'s Dataset (neighbour relation,
+    Hessian and influence formula, ERM certificates, test pairs, CI method, note)."""
     long = {"delta": "A_{D^{-i}} - A_D", "beta_mean": "mean over test pairs of beta_n(z_i; z_j, z_k)",
             "estimate": "sup_i n * mean_pairs beta_n(z_i; z_j, z_k)",
             "rel_err": "||delta_influence - delta_exact|| / ||delta_exact||"}
@@ -320,7 +363,6 @@ def locally_elastic_stability(X, y, loss, *, constraint="none", reg=0.01, indice
               "(P2 Thm 3 with beta_n = beta/n). " + ("Exact for this D over all i." if all_i else
                                                       "Only a subset of i: " + SUP_NOTE + ".")),
     )
-    return ds
 
 
 # ---- P1 Thm 8 / Thm 9 ---------------------------------------------------------------------------

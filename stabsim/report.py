@@ -228,26 +228,52 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     ``FileExistsError`` says where it is and how to go on."""
     out_dir = Path(out_dir)
     recs = collect(out_dir)
+    _add_failures(recs, out_dir, failures)
+    if not recs:
+        return f"no finished studies in {out_dir}; nothing reported"
+    profiles = sorted({str(r.get("profile")) for r in recs if r.get("profile")})
+    reports_dir = default_reports_dir(out_dir, profiles) if reports_dir is None else Path(reports_dir)
+    _refuse_other_profile(reports_dir, profiles, out_dir, overwrite)
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    errata_base = _errata_base(reports_dir)
+    _copy_study_files(recs, reports_dir, errata_base)
+    rows = verdict_rows(recs)
+    ledger, ledger_rows = _ledger_section(reports_dir, [r["study_id"] for r in recs])
+    rows += ledger_rows
+    write_verdict_table(rows, reports_dir)
+    head = _index_head(recs, rows, profiles, out_dir, command, wall_seconds)
+    tsum = _theorem_section(rows)
+    text = "\n".join(head + tsum + ledger + _verdicts_section(rows, errata_base) + _studies_section(recs) + [""])
+    path = reports_dir / "index.md"
+    path.write_text(text, encoding="utf-8")
+    return _report_message(recs, rows, path)
+
+
+def _add_failures(recs: list[dict], out_dir: Path, failures: dict | None) -> None:
+    """Studies of this run that could not run (``failures``: id -> why): one row each."""
     done = {r["study_id"] for r in recs}
-    for sid, why in (failures or {}).items():  # studies of this run that could not run: one row each
+    for sid, why in (failures or {}).items():
         if sid not in done:
             verdict = "skipped" if why.startswith("skipped") else "error"
             recs.append({"study_id": sid, "dir": str(out_dir / sid), "rows": [
                 {"verdict": verdict, "check_kind": "other", "key": "", "label": "", "explanation": why}],
                 "error": why, "profile": None})
-    if not recs:
-        return f"no finished studies in {out_dir}; nothing reported"
-    profiles = sorted({str(r.get("profile")) for r in recs if r.get("profile")})
-    reports_dir = default_reports_dir(out_dir, profiles) if reports_dir is None else Path(reports_dir)
+
+
+def _refuse_other_profile(reports_dir: Path, profiles: list[str], out_dir: Path, overwrite: bool) -> None:
+    """``FileExistsError`` when ``reports_dir/index.md`` is a report of another profile (unless
+    ``overwrite``)."""
     old = existing_report_profile(reports_dir)
     if old is not None and old != ", ".join(profiles) and not overwrite:
         raise FileExistsError(
             f"{reports_dir / 'index.md'} is a report of profile {old}; this one is of profile "
             f"{', '.join(profiles)} (studies in {out_dir}), so it was not overwritten. Write it elsewhere "
             "(stabsim report --reports DIR, stabsim run --report DIR) or replace it with --overwrite-report")
-    reports_dir.mkdir(parents=True, exist_ok=True)
-    errata_base = _errata_base(reports_dir)
-    table = []
+
+
+def _copy_study_files(recs: list[dict], reports_dir: Path, errata_base: str) -> None:
+    """Copy each study's summary and figures into ``reports_dir``; the records then point at the
+    copies (``summary_path``, each row's ``figure``; a missing figure becomes "")."""
     for rec in recs:
         sdir = Path(rec["dir"])
         summ = _copy_summary(sdir, rec["study_id"], reports_dir, errata_base) \
@@ -263,10 +289,12 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
                     r["figure"] = dst.relative_to(reports_dir).as_posix()
                 else:
                     r["figure"] = ""
-    rows = verdict_rows(recs)
-    ledger, ledger_rows = _ledger_section(reports_dir, [r["study_id"] for r in recs])
-    rows += ledger_rows
-    write_verdict_table(rows, reports_dir)
+
+
+def _index_head(recs: list[dict], rows: list[dict], profiles: list[str], out_dir: Path,
+                command: str | None, wall_seconds: float | None) -> list[str]:
+    """The head of ``index.md``: command, date, wall time, profile, counts, the verdict counts per
+    kind of check and the rules text."""
     counts = count_by_kind(rows)
     n_unexplained = sum(1 for r in rows if r["verdict"] not in OK_VERDICTS and r["verdict"] != STAND_IN
                         and not str(r.get("explanation", "")).strip())
@@ -299,14 +327,23 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
                                                        "context only)", "error": "studies or checks that failed or were skipped"}.get(kind, kind))
             head.append(f"- **{title}** ({sum(counts[kind].values())}): {_count_text(counts[kind])}")
     head += ["", _RULES_TEXT, ""]
+    return head
+
+
+def _theorem_section(rows: list[dict]) -> list[str]:
+    """The section "Theorem bounds: best tightness reached": one line per registered bound."""
     summary = theorem_summary(rows)
-    tsum = ["## Theorem bounds: best tightness reached", "",
+    return ["## Theorem bounds: best tightness reached", "",
             "Per registered bound: rows, how they came out, and the largest measured/bound among the rows that "
             "hold (1 = attained; below 0.01 the bound is vacuous there).", "",
             md_table(summary, [("key", "key"), ("paper", "paper"), ("reference", "reference"), ("rows", "rows"),
                                ("holds", "holds"), ("vacuous", "vacuous"), ("violated", "violated"),
                                ("inconclusive", "inconclusive"), ("best tightness", "best_tightness"),
                                ("where", "where")]), ""]
+
+
+def _verdicts_section(rows: list[dict], errata_base: str) -> list[str]:
+    """The section "Verdicts": a table of every verdict row (failed ones in bold, errata linked)."""
     shown = []
     for r in rows:
         bad = r["verdict"] in FAILED_VERDICTS
@@ -330,12 +367,18 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     cols = [("study", "study"), ("theorem key", "key"), ("kind", "kind"), ("case", "case"), ("verdict", "verdict"),
             ("margin / slope (CI)", "value"), ("tightness", "tightness"), ("vacuous", "vacuous"), ("data", "data"),
             ("figure", "figure"), ("summary", "summary"), ("explanation", "explanation")]
-    studies = ["## Studies", ""] + [f"- **{r['study_id']}** ({r.get('profile')}, {r.get('replicates')} replicates, "
-                                     f"seed {r.get('seed')}, run {float(r.get('run_seconds') or 0):.1f} s): "
-                                     f"{r.get('description', '')}" for r in recs]
-    text = "\n".join(head + tsum + ledger + ["## Verdicts", "", md_table(shown, cols), ""] + studies + [""])
-    path = reports_dir / "index.md"
-    path.write_text(text, encoding="utf-8")
+    return ["## Verdicts", "", md_table(shown, cols), ""]
+
+
+def _studies_section(recs: list[dict]) -> list[str]:
+    """The section "Studies": one line per study (profile, replicates, seed, run time, description)."""
+    return ["## Studies", ""] + [f"- **{r['study_id']}** ({r.get('profile')}, {r.get('replicates')} replicates, "
+                                 f"seed {r.get('seed')}, run {float(r.get('run_seconds') or 0):.1f} s): "
+                                 f"{r.get('description', '')}" for r in recs]
+
+
+def _report_message(recs: list[dict], rows: list[dict], path: Path) -> str:
+    """The message ``report`` returns: one line per study and a total."""
     lines = []
     for rec in recs:
         vs = [r.get("verdict", "") for r in rec.get("rows", [])]

@@ -224,12 +224,39 @@ def worst_neighbour(X, y, *, measure="mean", t=None, domain="support", k="all", 
               the data points, 0) and optimise only the best m pairs.
     **run_twin_kwargs  passed to ``run_twin`` (algorithm, loss, constraint, eta, T, ...).
     """
-    from scipy.optimize import differential_evolution, minimize
-
-    from .twin import run_twin
-
     X = np.asarray(X, float)
     y = np.asarray(y, float)
+    var, gamma, tt, ks, labels, search_ids, fresh_ids = _validate_search(
+        X, y, measure, t, k, labels, replicates, fresh_replicates, fresh_start, run_twin_kwargs)
+    lo, hi, to_x = domain_map(domain, X)
+    seed = int(seed)
+    s = _Search(X, y, to_x, search_ids, seed, tt, var, gamma, int(max_evals), run_twin_kwargs)
+    pairs = [(kk, yy) for kk in ks for yy in labels]
+    if screen is not None:
+        pairs = s.screen(pairs, domain, int(screen))
+    n_pairs = len(pairs)
+    per_pair_budget = max(1, s.budget["left"] // max(n_pairs, 1))
+    d = X.shape[1]
+    pop = max(5, int(popsize)) * d if d > 0 else 5
+    for j, (kk, yy) in enumerate(pairs):
+        if s.budget["left"] <= 0:
+            break
+        try:
+            s.optimise_pair(j, kk, yy, optimizer, maxiter, per_pair_budget, pop, restarts, domain, lo, hi)
+        except _Budget:
+            pass
+        s.absorb_cache(kk, yy)
+    if s.best["k"] is None:
+        raise ValueError("max_evals too small: no candidate was evaluated")
+    return _search_result(s, X, y, measure, tt, domain, optimizer, seed, search_ids, fresh_ids, level,
+                          baselines, run_twin_kwargs)
+
+
+def _validate_search(X, y, measure, t, k, labels, replicates, fresh_replicates, fresh_start,
+                     run_twin_kwargs):
+    """Checked arguments of ``worst_neighbour``: T (default 1000, set in ``run_twin_kwargs``), the
+    measure's variable / quantile / step t, the indices k, the labels y', and the search and fresh
+    replicate ids (disjoint)."""
     if X.ndim != 2:
         raise ValueError("worst_neighbour needs one data set X (n, d)")
     n, d = X.shape
@@ -245,97 +272,118 @@ def worst_neighbour(X, y, *, measure="mean", t=None, domain="support", k="all", 
     fresh_ids = np.arange(int(fresh_start), int(fresh_start) + int(fresh_replicates), dtype=np.int64)
     if fresh_ids.size and fresh_ids[0] < search_ids[-1] + 1:
         raise ValueError("the fresh replicate ids overlap the search ids: raise fresh_start")
-    lo, hi, to_x = domain_map(domain, X)
-    seed = int(seed)
-    budget = {"left": int(max_evals), "used": 0}
-    cache = {}
+    return var, gamma, tt, ks, labels, search_ids, fresh_ids
 
-    class _Budget(Exception):
-        pass
 
-    def objective(kk, yy, v):
-        x = to_x(v)
+class _Budget(Exception):
+    """The objective evaluation budget ``max_evals`` is spent."""
+
+
+class _Search:
+    """State of one ``worst_neighbour`` search: the cached, budgeted objective (the measure at t
+    over the search replicates, common random numbers), the best neighbour so far and the best
+    value per (k, y')."""
+
+    def __init__(self, X, y, to_x, search_ids, seed, tt, var, gamma, max_evals, run_twin_kwargs):
+        from .twin import run_twin
+
+        self.X, self.y, self.to_x = X, y, to_x
+        self.search_ids, self.seed, self.tt, self.var, self.gamma = search_ids, seed, tt, var, gamma
+        self.run_twin, self.run_twin_kwargs = run_twin, run_twin_kwargs
+        self.budget = {"left": max_evals, "used": 0}
+        self.cache = {}
+        self.best = {"val": -math.inf, "k": None, "x": None, "y": None}
+        self.per_pair = {}
+
+    def objective(self, kk, yy, v):
+        """The measure for the neighbour (k, to_x(v), y') on the search replicates (cached; one
+        ``run_twin`` call per new point; raises ``_Budget`` when the budget is spent)."""
+        x = self.to_x(v)
         key = (kk, yy, x.tobytes())
-        if key in cache:
-            return cache[key]
-        if budget["left"] <= 0:
+        if key in self.cache:
+            return self.cache[key]
+        if self.budget["left"] <= 0:
             raise _Budget
-        budget["left"] -= 1
-        budget["used"] += 1
-        ds = run_twin(X, y, replicates=search_ids, seed=seed, neighbour=(kk, x, yy), checkpoints=[tt],
-                      progress=False, **run_twin_kwargs)
-        val = _stat(ds[var].values[:, 0], gamma)
-        cache[key] = val
+        self.budget["left"] -= 1
+        self.budget["used"] += 1
+        ds = self.run_twin(self.X, self.y, replicates=self.search_ids, seed=self.seed,
+                           neighbour=(kk, x, yy), checkpoints=[self.tt], progress=False,
+                           **self.run_twin_kwargs)
+        val = _stat(ds[self.var].values[:, 0], self.gamma)
+        self.cache[key] = val
         return val
 
-    pairs = [(kk, yy) for kk in ks for yy in labels]
-    best = {"val": -math.inf, "k": None, "x": None, "y": None}
-    per_pair = {}
-
-    def record(kk, yy, v, val):
-        old = per_pair.get((kk, yy))
+    def record(self, kk, yy, v, val):
+        old = self.per_pair.get((kk, yy))
         if old is None or val > old[0]:
-            per_pair[(kk, yy)] = (val, to_x(v))
-        if val > best["val"]:
-            best.update(val=val, k=kk, x=to_x(v), y=yy)
+            self.per_pair[(kk, yy)] = (val, self.to_x(v))
+        if val > self.best["val"]:
+            self.best.update(val=val, k=kk, x=self.to_x(v), y=yy)
 
-    # screening scores: x_k (a flip when y' = -y_k) and the point farthest from x_k
-    if screen is not None:
+    def screen(self, pairs, domain, m):
+        """Screening: score every (k, y') at x_k (a flip when y' = -y_k) and at the point
+        farthest from x_k; keep the best m pairs."""
+        X = self.X
         scores = []
         try:
             for kk, yy in pairs:
                 s = -math.inf
                 for p in ([X[kk]] + [X[int(np.argmax(((X - X[kk]) ** 2).sum(1)))]]):
                     v = _to_box(p, domain, X)
-                    val = objective(kk, yy, v)
-                    record(kk, yy, v, val)
+                    val = self.objective(kk, yy, v)
+                    self.record(kk, yy, v, val)
                     s = max(s, val)
                 scores.append(s)
         except _Budget:
             scores += [-math.inf] * (len(pairs) - len(scores))
-        order = np.argsort(-np.asarray(scores), kind="stable")[: int(screen)]
-        pairs = [pairs[i] for i in order]
-    n_pairs = len(pairs)
-    per_pair_budget = max(1, budget["left"] // max(n_pairs, 1))
-    pop = max(5, int(popsize)) * d if d > 0 else 5
-    for j, (kk, yy) in enumerate(pairs):
-        if budget["left"] <= 0:
-            break
-        f = lambda v, kk=kk, yy=yy: -objective(kk, yy, v)  # noqa: E731
-        try:
-            if optimizer == "de":
-                gens = maxiter if maxiter is not None else max(1, per_pair_budget // pop - 1)
-                # the initial population holds the probe points x_k and the farthest point
-                rs = np.random.default_rng([seed, j])
-                init = lo + (hi - lo) * rs.random((pop, d))
-                init[0] = _to_box(X[kk], domain, X)
-                init[1] = _to_box(X[int(np.argmax(((X - X[kk]) ** 2).sum(1)))], domain, X)
-                res = differential_evolution(f, list(zip(lo, hi)), seed=np.random.default_rng([seed, j, 1]),
-                                             maxiter=int(gens), popsize=pop, init=init, polish=False,
-                                             tol=0, atol=0, updating="immediate")
-                record(kk, yy, res.x, -res.fun)
-            elif optimizer in ("nelder-mead", "nm"):
-                rs = np.random.default_rng([seed, j])
-                starts = [_to_box(X[kk], domain, X)] + [lo + (hi - lo) * rs.random(d)
-                                                         for _ in range(max(0, int(restarts) - 1))]
-                it = maxiter if maxiter is not None else max(1, per_pair_budget // max(len(starts), 1))
-                for s in starts:
-                    res = minimize(lambda v: f(np.clip(v, lo, hi)), s, method="Nelder-Mead",
-                                   options={"maxfev": int(it), "xatol": 1e-6, "fatol": 0.0})
-                    record(kk, yy, np.clip(res.x, lo, hi), -res.fun)
-            else:
-                raise ValueError(f"optimizer={optimizer!r}: use 'de' or 'nelder-mead'")
-        except _Budget:
-            pass
-        # every evaluated point of this pair counts (DE's best may be cut by the budget)
-        for (ck, cy, xb), val in cache.items():
-            if ck == kk and cy == yy and val > per_pair.get((kk, yy), (-math.inf,))[0]:
+        order = np.argsort(-np.asarray(scores), kind="stable")[:m]
+        return [pairs[i] for i in order]
+
+    def optimise_pair(self, j, kk, yy, optimizer, maxiter, per_pair_budget, pop, restarts, domain, lo, hi):
+        """Maximise the objective over x' for the j-th pair (k, y'): differential evolution seeded
+        with the probe points, or seeded Nelder-Mead restarts (may raise ``_Budget``)."""
+        from scipy.optimize import differential_evolution, minimize
+
+        X, seed, d = self.X, self.seed, self.X.shape[1]
+        f = lambda v, kk=kk, yy=yy: -self.objective(kk, yy, v)  # noqa: E731
+        if optimizer == "de":
+            gens = maxiter if maxiter is not None else max(1, per_pair_budget // pop - 1)
+            # the initial population holds the probe points x_k and the farthest point
+            rs = np.random.default_rng([seed, j])
+            init = lo + (hi - lo) * rs.random((pop, d))
+            init[0] = _to_box(X[kk], domain, X)
+            init[1] = _to_box(X[int(np.argmax(((X - X[kk]) ** 2).sum(1)))], domain, X)
+            res = differential_evolution(f, list(zip(lo, hi)), seed=np.random.default_rng([seed, j, 1]),
+                                         maxiter=int(gens), popsize=pop, init=init, polish=False,
+                                         tol=0, atol=0, updating="immediate")
+            self.record(kk, yy, res.x, -res.fun)
+        elif optimizer in ("nelder-mead", "nm"):
+            rs = np.random.default_rng([seed, j])
+            starts = [_to_box(X[kk], domain, X)] + [lo + (hi - lo) * rs.random(d)
+                                                     for _ in range(max(0, int(restarts) - 1))]
+            it = maxiter if maxiter is not None else max(1, per_pair_budget // max(len(starts), 1))
+            for s in starts:
+                res = minimize(lambda v: f(np.clip(v, lo, hi)), s, method="Nelder-Mead",
+                               options={"maxfev": int(it), "xatol": 1e-6, "fatol": 0.0})
+                self.record(kk, yy, np.clip(res.x, lo, hi), -res.fun)
+        else:
+            raise ValueError(f"optimizer={optimizer!r}: use 'de' or 'nelder-mead'")
+
+    def absorb_cache(self, kk, yy):
+        """Every evaluated point of this pair counts (DE's best may be cut by the budget)."""
+        for (ck, cy, xb), val in self.cache.items():
+            if ck == kk and cy == yy and val > self.per_pair.get((kk, yy), (-math.inf,))[0]:
                 xv = np.frombuffer(xb, dtype=float).copy()
-                per_pair[(kk, yy)] = (val, xv)
-                if val > best["val"]:
-                    best.update(val=val, k=kk, x=xv, y=yy)
-    if best["k"] is None:
-        raise ValueError("max_evals too small: no candidate was evaluated")
+                self.per_pair[(kk, yy)] = (val, xv)
+                if val > self.best["val"]:
+                    self.best.update(val=val, k=kk, x=xv, y=yy)
+
+
+def _search_result(s, X, y, measure, tt, domain, optimizer, seed, search_ids, fresh_ids, level,
+                   baselines, run_twin_kwargs):
+    """The ``SearchResult``: the found neighbour re-evaluated on the fresh replicate ids (against
+    the winner's curse), with the hand-picked baselines on the same ids."""
+    best, per_pair, budget = s.best, s.per_pair, s.budget
     nb = (best["k"], best["x"], best["y"])
     tw = dict(run_twin_kwargs, seed=seed)
     if fresh_ids.size == 0:  # the caller evaluates the found neighbour itself (e.g. a study kind)

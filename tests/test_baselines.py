@@ -171,7 +171,7 @@ def test_bad_input(kw, msg):
 
 
 def test_splits_partition_rows():
-    from stabsim.checks.p1_table1 import inner_split, log_steps, split_indices
+    from stabsim.experiments.p1_reproduction import inner_split, log_steps, split_indices
 
     n = 53
     tests = [split_indices(3, 1, f, n, 5)[1] for f in range(5)]

@@ -20,7 +20,7 @@ from stabsim.verdicts import bound_slope, check_rate, rate_exponent
 
 @pytest.mark.parametrize("key,nominal", [("P0.Thm2.rate", -0.5), ("P0.Thm3.rate", -1 / 3)])
 def test_p0_rate_exponent_is_nominal_and_logs_are_named(key, nominal):
-    from stabsim.checks.p0_risk import rate_log_factors
+    from stabsim.analyses.p0_excess_risk import rate_log_factors
 
     # Thm 2: O~(ln^2 n / sqrt n), Thm 3: O~(ln^2 n / n^{1/3}) -- the polynomial exponents are -1/2 and -1/3
     assert rate_exponent(key, "n") == pytest.approx(nominal)
@@ -43,7 +43,7 @@ def test_log_factors_do_not_rescue_a_flat_curve():
 # ---- task 2: saturation of the private output --------------------------------------------------
 
 def test_noise_saturation_rule():
-    from stabsim.checks.p0_risk import SATURATION_FACTOR, noise_saturation
+    from stabsim.analyses.p0_excess_risk import SATURATION_FACTOR, noise_saturation
 
     # sigma sqrt(d) / R with d = 5, R = 1: 300 sqrt 5 = 670.8 > 10 at every n -> saturated
     sat, ratio = noise_saturation([397.0, 300.0], 5, 1.0)
@@ -78,7 +78,7 @@ def _flat_verdict(level=0.02, expo=-1.0, slope=0.0):
 
 
 def test_floor_values_and_relabel():
-    from stabsim.checks.p4 import FLOOR_QUALIFIER, constant_step_floor, floor_row
+    from stabsim.analyses.p4_rates import FLOOR_QUALIFIER, constant_step_floor, floor_row
 
     mean, v = _flat_verdict()
     assert v.verdict == "inconsistent"
@@ -95,7 +95,7 @@ def test_floor_values_and_relabel():
 
 
 def test_floor_not_applied_when_the_curve_decays_or_the_step_decays():
-    from stabsim.checks.p4 import constant_step_floor
+    from stabsim.analyses.p4_rates import constant_step_floor
 
     sig = np.full(4, 4.0)
     # the measure decays like 1/n: the claim is seen, no floor relabel
@@ -113,7 +113,7 @@ def test_floor_not_applied_when_the_curve_decays_or_the_step_decays():
 # ---- task 4: Remark 7 local slopes ----------------------------------------------------------------
 
 def test_local_slopes_and_profiles():
-    from stabsim.checks.p1_rates import local_slopes
+    from stabsim.analyses.p1_optimization import local_slopes
     from stabsim.study import load_study
     from pathlib import Path
 

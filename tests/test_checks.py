@@ -1,4 +1,4 @@
-"""End-to-end tests of the analysis framework (stabsim.checks, stabsim.report, CLI wiring)."""
+"""End-to-end tests of the analysis framework (stabsim.analyses, stabsim.report, CLI wiring)."""
 
 import dataclasses
 import json

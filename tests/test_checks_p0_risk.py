@@ -1,4 +1,4 @@
-"""P0 risk / privacy / Rademacher studies (stabsim/checks/p0_risk.py, stabsim/rademacher.py).
+"""P0 risk / privacy / Rademacher studies (stabsim/{experiments,analyses}/p0_*.py, stabsim/rademacher.py).
 
 * The Rademacher estimator against independent computations on tiny cases: exact enumeration of
   E over (anchor, indices, signs) for the linear class, a dense grid search for the hinge-class

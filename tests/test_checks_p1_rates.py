@@ -1,4 +1,4 @@
-"""P1 rate / non-convex / DP studies (stabsim.checks.p1_rates): tiny versions of the real study files
+"""P1 rate / non-convex / DP studies (stabsim.experiments.p1_*, stabsim.analyses.p1_*): tiny versions of the real study files
 run end to end, a wrong exponent is detected, and the path-statistics kernel against plain numpy."""
 
 from pathlib import Path
@@ -65,7 +65,7 @@ def test_thm3_exponent_depends_on_L_and_mu(results):
 
 def test_wrong_exponent_is_detected(results, monkeypatch):
     """Claiming a much faster decay (n^-3) than the measurement shows must give 'inconsistent'."""
-    import stabsim.checks.p1_rates as mod
+    import stabsim.analyses.p1_excess_rate as mod
 
     _, sdir = results["p1_thm2_rate"]
     monkeypatch.setattr(mod, "rate_exponent", lambda *a, **k: -3.0)
@@ -161,7 +161,7 @@ def _numpy_stats(w, X, y, phi_deriv, phi_val):
     ("auc_logistic", lambda m: np.log1p(np.exp(-m)), lambda m: -1 / (1 + np.exp(m))),
     ("auc_squared", lambda m: (1 - m) ** 2, lambda m: -2 * (1 - m))])
 def test_path_statistics_match_numpy(loss, val, der):
-    from stabsim.checks.p1_rates import path_statistics
+    from stabsim.experiments.p1_path import path_statistics
 
     pb = stabsim.make_problem("auc_noisy", d=3)
     X, y = pb.sample(12, 4, 0)
@@ -176,7 +176,7 @@ def test_path_statistics_match_numpy(loss, val, der):
 
 
 def test_pl_constant_is_hessian_min_eigenvalue():
-    from stabsim.checks.p1_rates import pl_constant
+    from stabsim.setups.p1 import pl_constant
 
     pb = stabsim.make_problem("auc_noisy", d=3, rho=1.0)
     X, y = pb.sample(15, 2, 0)

@@ -222,7 +222,7 @@ def test_removal_kernel_matches_run_twin():
 
 def test_metric_pair_values_match_the_loss():
     import stabsim
-    from stabsim.checks.p2 import _pair_values
+    from stabsim.experiments.p2_excess_risk import _pair_values
     from stabsim.losses import get_loss
 
     lf = get_loss("metric_logistic")

@@ -1,4 +1,4 @@
-"""P3 (Huai et al. 2020) checks: helpers of stabsim.checks.p3 and tiny versions of the P3 studies."""
+"""P3 (Huai et al. 2020) checks: helpers of stabsim.experiments.p3_giga and tiny versions of the P3 studies."""
 
 import json
 import math
@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from stabsim.checks.p3 import alpha_for, knn_accuracy, regret_minimum, stratified_subset
+from stabsim.experiments.p3_giga import alpha_for, knn_accuracy, regret_minimum, stratified_subset
 from stabsim.cli import main
 
 

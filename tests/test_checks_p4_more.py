@@ -1,4 +1,5 @@
-"""P4 remaining bounds (stabsim/checks/p4_more.py) and Figures 1/2 (stabsim/checks/p4_figures.py):
+"""P4 remaining bounds (stabsim/experiments/p4_generalization.py, stabsim/analyses/p4_generalization.py) and
+Figures 1/2 (stabsim/experiments/p4_reproduction.py, stabsim/analyses/p4_reproduction.py):
 tiny studies through run_study + analyse with asserted verdicts, plus independent checks of the
 ingredients (exact reference risks vs Monte Carlo, the twin generalization estimator vs the direct
 one, the Lemma 18 sampler vs the analytic gradient-jump bound, the beta-search table of errata P4-A)."""
@@ -29,7 +30,7 @@ def _run(text, tmp_path):
 def test_reference_risk_matches_monte_carlo(loss, flip):
     """The closed-form F(w_ref) of _reference (derived by hand) agrees with an independent Monte Carlo
     estimate on a fresh sample within 4 standard errors (+ a tiny absolute slack for F = 0)."""
-    from stabsim.checks.p4_more import _reference
+    from stabsim.setups.p4 import reference as _reference
     from stabsim.losses import get_loss
     from stabsim.risk import population_risk
     from stabsim.synthetic import make_problem
@@ -144,7 +145,7 @@ def test_pair_holder_bounds_hold(tmp_path):
 
 
 def test_wrong_keys_for_setting_is_an_error():
-    from stabsim.checks.p4_more import applicable_keys
+    from stabsim.analyses.p4_generalization import applicable_keys
 
     assert "P4.Lemma13a.gen" not in applicable_keys(True, True)
     assert "P4.Lemma19b.onavg.corrected" in applicable_keys(True, False)
@@ -153,7 +154,7 @@ def test_wrong_keys_for_setting_is_an_error():
 def test_rate_schedule_and_part():
     """Thm 7 with alpha = 0: T = n^2, eta = min{n^{-3/2}, n eps/(T sqrt(d log 1/delta))}; part (b) exactly when
     F(w*) = 0 (flip = 0)."""
-    from stabsim.checks.p4_more import _gen_effective
+    from stabsim.experiments.p4_generalization import _gen_effective
 
     base = {"data": {"problem": "auc_separable", "d": 10, "n": 100, "per_replicate": True, "seed": None,
                      "gamma": 0.5, "rho": 0.5, "pi": None, "flip": 0.0, "kappa": None},

@@ -186,7 +186,8 @@ def test_p4_rate_checks_have_a_figure_per_verdict(study):
     """Synthetic data through the real check functions (a quick run of these studies takes > 20 s)."""
     from pathlib import Path
 
-    from stabsim.checks.p4 import check_opt, check_rates
+    from stabsim.analyses.p4_optimization import check_opt
+    from stabsim.analyses.p4_rates import check_rates
     from stabsim.study import load_study
 
     spec = load_study(Path(__file__).resolve().parents[1] / "studies" / f"{study}.toml", profile="quick")
@@ -196,7 +197,8 @@ def test_p4_rate_checks_have_a_figure_per_verdict(study):
         ds["FS_wstar"] = ds["FS_out"].isel(t=0) * 0 + 0.3
         res = check_opt(spec, ds)
     else:
-        from stabsim.checks.p4 import _F_star, _problem
+        from stabsim.setups.p4 import F_star as _F_star
+        from stabsim.study import _problem
 
         Fs = _F_star(_problem(spec.cell_params(spec.cells()[0])["data"]), spec.seed)[0]
         ds = _synthetic_p4_risk(spec, {"F_out": lambda v: Fs + v}, rng)

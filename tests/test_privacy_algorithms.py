@@ -60,9 +60,9 @@ def test_p1_alg3_matches_naive(independent, project):
     X, y = _auc_data(16, 3)
     nb = _neighbour(X, y, 9)          # index 9 lies in block S_2 = indices 8..11
     eta, G, eps, delta = 0.5, 1.5, 1.0, 0.1
-    ds = pa.p1_alg3(X, y, eps=eps, delta=delta, loss="auc_logistic", constraint=("l2", 1.0),
-                    eta=eta, replicates=REPS, seed=5, neighbour=nb, G=G,
-                    independent_noise=independent, project_noise=project)
+    cfg = pa.P1Alg3Config(eps=eps, delta=delta, eta=eta, loss="auc_logistic", constraint=("l2", 1.0),
+                          G=G, project_noise=project)
+    ds = pa.p1_alg3(X, y, cfg, replicates=REPS, seed=5, neighbour=nb, independent_noise=independent)
     ref = nv.p1_alg3(X, y, nb, "auc_logistic", 1.0, eta, G, eps, delta, 5, REPS, independent, project)
     np.testing.assert_allclose(ds["w_priv"].values, ref, **TOL)
     assert list(ds["n_k"].values) == [8, 4, 2, 1] and list(ds["skipped"].values) == [False, False, False, True]
@@ -128,9 +128,10 @@ def test_p3_matches_naive(variant, independent, permute):
     eps, delta = 1.0, 1 / 20
     X, y, online, convex = _p3_setup(variant, n)
     nb = _neighbour(X, y, 7)
-    ds = pa.p3_giga(X, y, variant=variant, eps=eps, delta=delta, alpha=alpha, T1=T1, G=G, L=L,
-                    constraint=("l2", R), replicates=REPS, seed=13, neighbour=nb,
-                    independent_noise=independent, permute=permute, record_outputs=True)
+    cfg = pa.P3GigaConfig(variant=variant, eps=eps, delta=delta, alpha=alpha, T1=T1, G=G, L=L,
+                          constraint=("l2", R), permute=permute)
+    ds = pa.p3_giga(X, y, cfg, replicates=REPS, seed=13, neighbour=nb, independent_noise=independent,
+                    record_outputs=True)
     Gt = G + alpha * (2 * R if convex else R)
     rho = cal.p3_rho(eps, delta)
     sig_coef = math.sqrt(32 * Gt**2 * (n - T1) / (alpha**2 * rho)) if online else 0.0
@@ -181,14 +182,15 @@ def _all_runs(neighbour, independent, **over):
     out = {
         "p0_alg2": pa.p0_alg2(X, y, eps=1.0, delta=1e-3, T=20, eta=0.1, G=2.0, noise_scale=1e-3,
                               **common),
-        "p1_alg3": pa.p1_alg3(X, y, eps=1.0, delta=0.1, eta=0.5, **common),
+        "p1_alg3": pa.p1_alg3(X, y, pa.P1Alg3Config(eps=1.0, delta=0.1, eta=0.5), **common),
         "p2_alg1": pa.p2_alg1(X, y, eps=1.0, delta=1e-3, T=4, **common),
         "p4_alg1": pa.p4_alg1(Xp, yp, eps=2.0, delta=1e-3, T=50, **{**common, "neighbour": nb_p}),
         "p4_alg2": pa.p4_alg2(Xp, np.where(yp > 0, 1.0, -1.0), eps=2.0, delta=1e-3, T=50,
                               **{**common, "neighbour": nb_p}),
     }
     for v in pa.P3_VARIANTS:
-        out[v] = pa.p3_giga(X, y, variant=v, eps=1.0, delta=1 / 24, alpha=1.0, T1=6, **common)
+        cfg = pa.P3GigaConfig(variant=v, eps=1.0, delta=1 / 24, alpha=1.0, T1=6)
+        out[v] = pa.p3_giga(X, y, cfg, **common)
     return out
 
 
@@ -262,12 +264,12 @@ def test_p4_infeasible_raises():
 def test_p1_thm10_step_infeasible_and_unknown_names():
     X, y = _auc_data(64, 3)
     with pytest.raises(InfeasiblePrivacyParameters, match="2/L"):
-        pa.p1_alg3(X, y, eps=1.0, delta=0.1, eta="thm10", L=50.0, constraint=("l2", 100.0),
+        pa.p1_alg3(X, y, pa.P1Alg3Config(eps=1.0, delta=0.1, eta="thm10", L=50.0, constraint=("l2", 100.0)),
                    replicates=2)
     with pytest.raises(ValueError, match="unknown private algorithm"):
         pa.run_private("p4_alg3", X, y, eps=1.0, delta=0.1)
     with pytest.raises(ValueError, match="variant"):
-        pa.p3_giga(X, y, variant="OnlineStrC", eps=1.0, delta=0.1)
+        pa.P3GigaConfig(variant="OnlineStrC", eps=1.0, delta=0.1)
 
 
 def test_quick_configurations_cover_every_algorithm():
@@ -275,3 +277,46 @@ def test_quick_configurations_cover_every_algorithm():
     for name in pa.QUICK:
         X, y = pa.quick_data(name)
         assert len(y) == pa.QUICK[name][0][1]
+
+
+def test_configs_validate_once_with_clear_errors():
+    P1, P3 = pa.P1Alg3Config, pa.P3GigaConfig
+    cfg = P3(variant="onpairstrc", eps=1, delta=0.1, alpha=2, T1=5.0, center=[0.1, 0.2])
+    assert cfg.variant == "OnPairStrC" and cfg.eps == 1.0 and cfg.alpha == 2.0 and cfg.T1 == 5
+    assert cfg.center == (0.1, 0.2) and cfg.radius == 1.0 and cfg.online and not cfg.convex
+    with pytest.raises(AttributeError):                  # frozen: dataclasses.FrozenInstanceError
+        cfg.alpha = 3.0
+    bad = [(P3, dict(variant="OnPairC", eps=1.0, delta=0.1, alpha=0.0), "alpha"),
+           (P3, dict(variant="OnPairC", eps=1.0, delta=0.1, T1=1), "T1"),
+           (P3, dict(variant="OnPairC", eps=1.0, delta=0.1, loss="point_logistic"), "pairwise"),
+           (P3, dict(variant="OnPairC", eps=1.0, delta=0.1, constraint="none"), "bounded ball"),
+           (P3, dict(variant="OnPairC", eps=1.0, delta=0.1, center="middle"), "center"),
+           (P3, dict(variant="OnPairC", eps=1.0, delta=0.1, center=[2.0, 0.0]), "lie in C"),
+           (P3, dict(variant="OnPairC", eps=1.0, delta=0.1, noise_scale=-1), "noise_scale"),
+           (P1, dict(eps=1.0, delta=0.1, eta="thm11"), "thm10"),
+           (P1, dict(eps=1.0, delta=0.1, eta=0.0), "thm10"),
+           (P1, dict(eps=1.0, delta=0.1, constraint="none"), "bounded W"),
+           (P1, dict(eps=1.0, delta=0.1, loss="point_logistic"), "pairwise"),
+           (P1, dict(eps=1.0, delta=0.1, G=-1.0), "G"),
+           (P1, dict(eps=1.0, delta=0.1, project_noise="yes"), "project_noise")]
+    for cls, kw, match in bad:
+        with pytest.raises(ValueError, match=match):
+            cls(**kw)
+    X, y = _auc_data(24, 3)
+    with pytest.raises(TypeError, match="P3GigaConfig"):
+        pa.p3_giga(X, y, P1(eps=1.0, delta=0.1))
+
+
+def test_keyword_forms_equal_config_calls():
+    X, y = _auc_data(24, 3)
+    run = dict(replicates=2, seed=4, neighbour="farthest")
+    a = pa.run_private("p3_offpairc", X, y, eps=1.0, delta=1 / 24, alpha=1.0, T1=6, **run)
+    b = pa.p3_giga(X, y, pa.P3GigaConfig(variant="OffPairC", eps=1.0, delta=1 / 24, alpha=1.0, T1=6), **run)
+    np.testing.assert_array_equal(a["w_priv"].values, b["w_priv"].values)
+    c = pa.run_private("p1_alg3", X, y, eps=1.0, delta=0.1, eta=0.5, **run)
+    d = pa.p1_alg3(X, y, pa.P1Alg3Config(eps=1.0, delta=0.1, eta=0.5), **run)
+    np.testing.assert_array_equal(c["w_priv"].values, d["w_priv"].values)
+    assert pa.config_default("p1_alg3", "loss") == "auc_logistic"
+    assert pa.config_default(pa.p3_giga, "constraint") == ("l2", 1.0)
+    assert pa.config_default("p3_onpairc", "replicates") == 100
+    assert pa.config_default("p0_alg2", "loss") == "auc_hinge"

@@ -17,7 +17,7 @@ import pytest
 import xarray as xr
 
 import stabsim.codeid as codeid
-from stabsim import study as study_mod
+from stabsim.study import execution as study_execution  # where _compute_chunk stamps chunks (_stamp_code)
 from stabsim._cache import AUTO_MARK, configure_numba_cache
 from stabsim.store import DamagedData, StudyDir, open_chunk, verify_data, write_chunk_file
 from stabsim.study import StaleCode, StudyError, load_study, run_study
@@ -60,7 +60,7 @@ def test_source_hash_covers_every_module(tmp_path):
     pkg = copy_package(tmp_path)
     base = codeid.source_sha256(pkg)
     assert base == codeid.source_sha256(PKG)  # the content, not the location
-    for rel in ("rng.py", "losses.py", "kernels/twin.py", "checks/base.py", "__init__.py"):
+    for rel in ("rng.py", "losses.py", "kernels/twin.py", "analyses/base.py", "study/spec.py", "__init__.py"):
         f = pkg / rel
         text = f.read_text()
         f.write_text(text + "# a one-line edit\n")
@@ -151,7 +151,7 @@ def test_finished_data_of_other_code_is_kept_with_a_note(tmp_path, monkeypatch):
 def test_a_worker_running_other_code_is_refused(tmp_path, monkeypatch):
     spec = load_study(write_study(tmp_path, replicates=2))
     # a worker of an older stabsim returns chunks without any code identity
-    monkeypatch.setattr(study_mod, "_stamp_code", lambda ds, expected=None: ds)
+    monkeypatch.setattr(study_execution, "_stamp_code", lambda ds, expected=None: ds)
     with pytest.raises(StaleCode, match="dask worker.*unknown identity"):
         run(spec, tmp_path / "a")
     monkeypatch.undo()

@@ -164,9 +164,6 @@ def _import_builtin():
 
     load_analyses()
     load_kinds()
-    import importlib
-
-    importlib.import_module("stabsim.checks")  # TRANSITION (#18): modules not split yet
 
 
 # ---- spec / data -----------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import math
 import numpy as np
 
 from .base import CheckResult, cell_setting, figure_name, register_check, sweep_slices
+from .overlay_measure import check_constants, statistic_measure
 
 #: measures whose value is a distance between two points of W (bounded by the diameter 2R).
 _DISTANCE_QUANTITIES = ("uas_mean", "uas_quantile", "iterate_dist", "iterate_dist_quantile", "sensitivity")
@@ -37,18 +38,22 @@ _DISTANCE_QUANTITIES = ("uas_mean", "uas_quantile", "iterate_dist", "iterate_dis
 
 def _loss_constants(params, spec=None) -> dict:
     """G, L, kappa, D (and the radius) of the cell's loss on its problem (or, on real data, with
-    kappa = the largest row norm of the cell's training rows); {} where unknown."""
+    kappa = the largest row norm of the cell's training rows); only kappa = sup||x|| of the
+    problem for a kind without a loss; {} where unknown."""
     from ..setups.constants import cell_constants, source_constants
+    from ..study import _problem
 
     if "algorithm" not in params or "loss" not in params["algorithm"]:
-        return {}  # a kind without [algorithm] loss: the constants are not defined
+        if "problem" in params.get("data", {}) and not (spec is not None and getattr(spec, "data_source", None)):
+            return {"kappa": float(_problem(params["data"]).kappa)}
+        return {}  # no loss and no problem: the constants are not defined
     if spec is not None and getattr(spec, "data_source", None):
         c = source_constants(spec, params)
     elif "problem" in params.get("data", {}):
         c = cell_constants(params)
     else:
         return {}
-    out = {k: float(c[k]) for k in ("G", "L", "kappa")}
+    out = {k: float(c[k]) for k in ("G", "L", "kappa", "margin_range")}
     out["radius"] = float(c["radius"])
     if math.isfinite(c["radius"]):
         out["D"] = 2.0 * float(c["radius"])
@@ -66,7 +71,7 @@ def _values(spec, params, c, ds) -> dict:
     eta = a.get("eta")
     if isinstance(eta, (int, float)) and not isinstance(eta, bool):
         vals["eta"] = float(eta)
-    vals.update({k: c[k] for k in ("G", "L", "kappa", "D") if k in c})
+    vals.update({k: c[k] for k in ("G", "L", "kappa", "D", "margin_range") if k in c})
     for k in ("gamma", "delta", "eps"):
         v = spec.check.get(k) if k == "gamma" and spec.check.get("gamma") is not None else spec.bounds.get(k)
         if v is not None:
@@ -74,7 +79,6 @@ def _values(spec, params, c, ds) -> dict:
     for k, v in ds.attrs.items():
         if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and k not in vals:
             vals[k] = float(v)
-    vals.update(spec.check.get("constants") or {})
     return vals
 
 
@@ -100,10 +104,28 @@ def _call_bound(b, vals: dict):
     return b.func(**kw)
 
 
-def _measure(spec, sub, cands_axes):
+def _bound_values(b, vals: dict, shape) -> np.ndarray:
+    """The bound along x.  A bound written for scalar arguments (it refuses arrays) is evaluated
+    at each coordinate in turn, with every argument that varies along x taken at that point."""
+    try:
+        out = np.asarray(_call_bound(b, vals), dtype=float)
+    except (TypeError, ValueError):
+        along = [k for k, v in vals.items() if np.ndim(v) == 1 and len(v) == shape[0]]
+        if not along:
+            raise
+        out = np.array([float(_call_bound(b, {**vals, **{k: vals[k][i] for k in along}}))
+                        for i in range(shape[0])])
+    return np.array(np.broadcast_to(out, shape))
+
+
+def _measure(spec, cfg, sub, cands_axes, env):
     from .. import measures
 
-    cfg = spec.check
+    if cfg.get("value"):
+        if cands_axes:
+            raise ValueError("[check] candidates works with a named measure; with value = ... split on the axis "
+                             "(by) instead")
+        return statistic_measure(cfg, sub, env, cfg.get("x") or "t")
     fn = getattr(measures, cfg["measure"])
     sig = inspect.signature(fn).parameters
     kw = {}
@@ -134,13 +156,12 @@ def _measure(spec, sub, cands_axes):
 @register_check("overlay", description="generic: a measure ([check] measure) against a list of bounds "
                                        "([check] bounds, registry keys or custom.*), one figure per case")
 def check_overlay(spec, ds) -> CheckResult:
-    from ..plots import plot_bound_overlay
     from ..theory import get
-    from ..verdicts import check_bound
 
     cfg = spec.check
-    if not cfg or not cfg.get("measure"):
-        raise ValueError("check = \"overlay\" needs a [check] section with measure and bounds")
+    if not cfg or not (cfg.get("measure") or cfg.get("value")):
+        raise ValueError("check = \"overlay\" needs a [check] section with a measure (or a value formula) "
+                         "and bounds")
     keys = list(cfg["bounds"])
     bounds_reg = [get(k) for k in keys]
     rate = [b.key for b in bounds_reg if b.tag not in ("EXPLICIT", "EXPLICIT-DD")]
@@ -156,42 +177,56 @@ def check_overlay(spec, ds) -> CheckResult:
                          "every other axis must be split on (list them all in by)")
     res = CheckResult()
     for label, params, sub in sweep_slices(spec, ds, consumed=consumed):
-        measure = _measure(spec, sub, cands)
-        if x not in measure.coords:
-            raise ValueError(f"[check] x = {x!r} is not a coordinate of the measure (dims {list(measure.dims)})")
-        extra_dims = [dm for dm in measure["estimate"].dims if dm != x]
-        if extra_dims:
-            raise ValueError(f"the measure still has dims {extra_dims} besides x = {x!r}: add them to [check] by "
-                             "or candidates")
         c = _loss_constants(params, spec)
         vals = _values(spec, params, c, ds)
-        vals[x] = measure[x].values.astype(float)
-        notes = []
-        if "G" in c:
-            notes.append(f"G = {c['G']:.4g} ({c['loss']}, kappa = sup||x|| = {c['kappa']:.4g})")
-        if cands:
-            notes.append(f"neighbours: {measure.attrs.get('candidates', measure.attrs.get(cands[0]))}")
-        triv = None
-        if cfg.get("trivial", True) and "D" in c and measure.attrs.get("quantity") in _DISTANCE_QUANTITIES:
-            triv = c["D"]
-        curves, verdicts = [], []
-        for b in bounds_reg:
-            vals_b = np.broadcast_to(np.asarray(_call_bound(b, vals), dtype=float), measure[x].shape)
-            v = check_bound(measure, np.array(vals_b), b.tag, key=b.key, trivial_bound=triv, notes=notes)
-            curves.append((b, np.array(vals_b)))
-            verdicts.append(v)
-        fig = plot_bound_overlay(measure, curves, verdicts=verdicts, x=x,
-                                 setting=cell_setting(params) if "G" in c else "")
-        name = res.figure(figure_name(keys[0], label), fig)
-        for v in verdicts:
-            expl = None
-            if not v.ok:
-                expl = f"the measured {v.quantity} exceeds the bound at some {x}: " + "; ".join(v.notes)
-            res.add(v, figure=name, label=label or None, explanation=expl)
+        vals.update(check_constants(cfg, sub, vals))
+        for variant in cfg.get("variants") or [{}]:
+            case = ", ".join(s for s in (variant.get("label"), label) if s)
+            _overlay_case(res, spec, {**cfg, **variant}, sub, params, c, dict(vals), bounds_reg, case)
         if "G" in c:
             res.measured[f"G{' (' + label + ')' if label else ''}"] = c["G"]
     if cands:
         res.notes.append("the measure is the max over the candidate neighbours run (a lower estimate of the sup over "
                          "neighbouring pairs), so 'holds' certifies the bound only for those pairs.")
-    res.notes.append(f"generic overlay check: measure {cfg['measure']} vs {', '.join(keys)}")
+    what = f"measure {cfg['measure']}" if cfg.get("measure") else f"{cfg.get('statistic') or 'mean'} of {cfg['value']}"
+    res.notes.append(f"generic overlay check: {what} vs {', '.join(keys)}")
     return res
+
+
+def _overlay_case(res, spec, cfg, sub, params, c, vals, bounds_reg, label) -> None:
+    """One case (a cell, or a variant of it): the measure, every bound along x, the verdicts and one figure."""
+    from ..plots import plot_bound_overlay
+    from ..verdicts import check_bound
+
+    x, cands = cfg.get("x") or "t", list(cfg.get("candidates") or [])
+    measure = _measure(spec, cfg, sub, cands, vals)
+    if x not in measure.coords:
+        raise ValueError(f"[check] x = {x!r} is not a coordinate of the measure (dims {list(measure.dims)})")
+    extra_dims = [dm for dm in measure["estimate"].dims if dm != x]
+    if extra_dims:
+        raise ValueError(f"the measure still has dims {extra_dims} besides x = {x!r}: add them to [check] by "
+                         "or candidates")
+    vals[cfg.get("x_symbol") or x] = measure[x].values.astype(float)
+    notes = []
+    if "G" in c:
+        notes.append(f"G = {c['G']:.4g} ({c['loss']}, kappa = sup||x|| = {c['kappa']:.4g})")
+    if cands:
+        notes.append(f"neighbours: {measure.attrs.get('candidates', measure.attrs.get(cands[0]))}")
+    notes += [f"{k} = {float(np.max(v)) if np.ndim(v) else v:.4g}{' (max over x)' if np.ndim(v) else ''}"
+              for k, v in vals.items() if k in (cfg.get("constants") or {})]
+    triv = None
+    if cfg.get("trivial", True) and "D" in c and measure.attrs.get("quantity") in _DISTANCE_QUANTITIES:
+        triv = c["D"]
+    curves, verdicts = [], []
+    for b in bounds_reg:
+        bound = _bound_values(b, vals, measure[x].shape)
+        verdicts.append(check_bound(measure, bound, b.tag, key=b.key, trivial_bound=triv, notes=notes))
+        curves.append((b, bound))
+    fig = plot_bound_overlay(measure, curves, verdicts=verdicts, x=x,
+                             setting=cell_setting(params) if "G" in c else "")
+    name = res.figure(figure_name(bounds_reg[0].key, label), fig)
+    for v in verdicts:
+        expl = None
+        if not v.ok:
+            expl = f"the measured {v.quantity} exceeds the bound at some {x}: " + "; ".join(v.notes)
+        res.add(v, figure=name, label=label or None, explanation=expl)

@@ -43,6 +43,8 @@ _LAZY = {
     "calibration_record": ("algorithms", "calibration_record"),
     "p0_alg2": ("algorithms", "p0_alg2"),
     "p1_alg3": ("algorithms", "p1_alg3"),
+    "P1Alg3Config": ("algorithms", "P1Alg3Config"),
+    "P3GigaConfig": ("algorithms", "P3GigaConfig"),
     "p2_alg1": ("algorithms", "p2_alg1"),
     "p3_giga": ("algorithms", "p3_giga"),
     "p3_onpairstrc": ("algorithms", "p3_onpairstrc"),

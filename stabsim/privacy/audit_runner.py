@@ -62,7 +62,6 @@ the threshold selection on one half keeps the bound valid.
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 import warnings
@@ -296,9 +295,8 @@ def accountant_epsilon_for(record, noise_scale=1.0, pld_skip_above=50.0):
 
 # ---------------------------------------------------------------------------- runner
 def _default(fn, name):
-    if fn is palg.p3_giga or getattr(fn, "__name__", "").startswith("p3_"):
-        fn = palg.p3_giga
-    return inspect.signature(fn).parameters[name].default
+    """Default of argument ``name`` of private algorithm ``fn`` (its config field's, if config-based)."""
+    return palg.config_default(fn, name)
 
 
 def _allowed_indices(name, X, y, lossf, kw):

@@ -1,6 +1,7 @@
 """The loss constants of a twin cell: G, L, kappa and the radius R of W, in the papers' symbols.
 
-``G`` is the Lipschitz constant and ``L`` the smoothness constant of the pair loss on
+``margin_range`` is sup |m| of the pair margin over the data and W (so the hinge loss is bounded
+by 1 + margin_range on W).  ``G`` is the Lipschitz constant and ``L`` the smoothness constant of the pair loss on
 {||x|| <= kappa} x W (``stabsim.losses``), ``kappa`` = sup ||x|| of the cell's data and ``R``
 the radius of the constraint set (inf when unconstrained).
 """
@@ -22,7 +23,7 @@ def cell_constants(params) -> dict:
     loss = get_loss(a["loss"], a["q"])
     R = get_constraint(a["constraint"]).radius
     return {"G": loss.G(pb.kappa, R), "L": loss.L(pb.kappa, R), "kappa": pb.kappa, "radius": R,
-            "loss": loss.name}
+            "margin_range": loss._margin_range(pb.kappa, R), "loss": loss.name}
 
 
 def source_constants(spec, params) -> dict:
@@ -37,4 +38,5 @@ def source_constants(spec, params) -> dict:
     kappa = float(np.max(np.linalg.norm(X, axis=-1)))
     loss = get_loss(a["loss"], a["q"])
     R = get_constraint(a["constraint"]).radius
-    return {"G": loss.G(kappa, R), "L": loss.L(kappa, R), "kappa": kappa, "radius": R, "loss": loss.name}
+    return {"G": loss.G(kappa, R), "L": loss.L(kappa, R), "kappa": kappa, "radius": R,
+            "margin_range": loss._margin_range(kappa, R), "loss": loss.name}

@@ -1,0 +1,179 @@
+"""The measured side of the overlay check: a statistic of a formula over a study's data.
+
+Instead of a named measure of ``stabsim.measures``, a study may describe its measure in the
+``[check]`` section (issue 16, item 3)::
+
+    [check]
+    value = "F_out - FS_out"          # per replicate: a formula over the data's variables
+    statistic = "mean"                # mean (Student t CI) | quantile (order statistics) | max
+    quantile = 0.9                    # the level p of statistic = "quantile"
+    widen = "2 * mean_all(F_out_se)"  # widen the CI (both ends) by this: an estimation error shared
+                                      # by all replicates (e.g. a test-sample SE)
+    shift = "max_all(erm_certificate)"  # add this to the estimate and both CI ends (e.g. an ERM
+                                      # certificate: the bound is on F_S(w) - min F_S)
+    quantity = "gen_gap"              # the row's quantity name
+    constants = {dist_sq = "max_all(wS_dist0_sq)", B = "1 + margin_range"}
+
+Formulas go through the restricted evaluator of ``stabsim.custom_bounds`` (never ``eval``):
+numbers, names, ``+ - * / **``, the elementwise functions of ``custom_bounds.FUNCTIONS`` and the
+reductions below.  In ``value`` a name is a data variable or coordinate of the cell (an xarray
+DataArray, so the arithmetic keeps its dims); in ``widen``, ``shift`` and ``constants`` it may
+also be a numeric attribute of the data set or a cell constant (``n``, ``eta``, ``G``, ``L``,
+``kappa``, ``radius``, ``margin_range``, ...).  A constant may be a number, a scalar formula or a
+formula that varies along x.
+
+``mean_lower(v)`` / ``mean_upper(v)`` give the ends of the 95 % CI of the replicate mean of v
+at each coordinate (e.g. a data-dependent bound evaluated conservatively at the lower end).
+
+``variants = [{label = "w_priv", var = "dist_output"}, {label = "iterate", var = "dist_iterate"}]``
+repeats the comparison per variant (each may set ``var``, ``measure``, ``value``, ``statistic``),
+one verdict row per variant, labelled by it.
+
+Statistics (all over the replicate axis, per coordinate x):
+
+``mean``      ``stabsim.measures.mean_ci`` (Student t, 95 %);
+``quantile``  the empirical p-quantile X_(ceil(R p)) with the distribution-free order-statistic
+              CI (``measures.order_statistic_ci_indices``; an end beyond the sample is -inf/+inf);
+``max``       the maximum over replicates, for deterministic statements that every run must
+              satisfy (no CI: estimate = lower = upper, level 1).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import numpy as np
+import xarray as xr
+
+from ..custom_bounds import FUNCTIONS, ExprError, _ARITY, compile_expr
+from ..measures import REPLICATE, empirical_quantile_index, mean_ci, order_statistic_ci_indices
+
+STATISTICS = ("mean", "quantile", "max")
+
+#: reductions over every element of a data variable (a float).
+REDUCTIONS = {
+    "mean_all": lambda a: float(a.mean()) if hasattr(a, "mean") else float(np.mean(a)),
+    "max_all": lambda a: float(a.max()) if hasattr(a, "max") else float(np.max(a)),
+    "min_all": lambda a: float(a.min()) if hasattr(a, "min") else float(np.min(a)),
+}
+#: per coordinate, over the replicates: the ends of the 95 % Student t CI of the mean.
+REPLICATE_REDUCTIONS = {
+    "mean_lower": lambda a: mean_ci(a)["lower"],
+    "mean_upper": lambda a: mean_ci(a)["upper"],
+}
+_FUNCTIONS = {**FUNCTIONS, **REDUCTIONS, **REPLICATE_REDUCTIONS}
+_FUNC_ARITY = {**_ARITY, **{k: (1, 1) for k in (*REDUCTIONS, *REPLICATE_REDUCTIONS)}}
+
+
+def formula_names(text: str) -> tuple:
+    """The names a formula uses (functions excluded); raises ``ExprError`` on a syntax error."""
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval")
+    except SyntaxError as e:
+        raise ExprError(f"formula {text!r} is not a valid expression: {e.msg} (column {e.offset})") from None
+    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return tuple(dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in called))
+
+
+def compile_formula(text: str, where: str):
+    """Compile a ``[check]`` formula (syntax and functions checked; names are resolved later)."""
+    try:
+        return compile_expr(text, formula_names(text), functions=_FUNCTIONS, arity=_FUNC_ARITY)
+    except ExprError as e:
+        raise ExprError(f"[check] {where}: {e}") from None
+
+
+def evaluate(text: str, env: dict, where: str):
+    """Evaluate a ``[check]`` formula over ``env`` (DataArrays, arrays or numbers)."""
+    f = compile_formula(text, where)
+    missing = [n for n in f.names if n not in env]
+    if missing:
+        known = sorted(k for k in env if not k.startswith("_"))
+        raise ExprError(f"[check] {where} = {text!r}: unknown name {missing[0]!r}; the cell has: {', '.join(known)}")
+    return f.on_arrays(env)
+
+
+def data_env(sub: xr.Dataset) -> dict:
+    """The cell's data variables and coordinates by name."""
+    env = {k: sub[k] for k in sub.coords}
+    env.update({k: sub[k] for k in sub.data_vars})
+    return env
+
+
+def _quantile(values: xr.DataArray, x: str, p: float, level: float = 0.95) -> xr.Dataset:
+    vals = values.transpose(REPLICATE, x).values
+    R = vals.shape[0]
+    srt = np.sort(vals, axis=0)
+    lo_i, hi_i, cov = order_statistic_ci_indices(R, p, level)
+    est = srt[empirical_quantile_index(R, p) - 1]
+    lower = srt[lo_i - 1] if lo_i >= 1 else np.full(est.shape, -np.inf)
+    upper = srt[hi_i - 1] if hi_i <= R else np.full(est.shape, np.inf)
+    out = xr.Dataset({"estimate": (x, est), "lower": (x, lower), "upper": (x, upper)}, coords={x: values[x].values})
+    out.attrs.update(n_replicates=R, level=level, p=p,
+                     ci_method=f"distribution-free order statistics (coverage {cov:.3f})")
+    return out
+
+
+def _maximum(values: xr.DataArray) -> xr.Dataset:
+    worst = values.max(REPLICATE)
+    out = xr.Dataset({"estimate": worst, "lower": worst, "upper": worst})
+    out.attrs.update(n_replicates=int(values.sizes[REPLICATE]), level=1.0,
+                     ci_method="none: the maximum over replicates (a statement every run must satisfy)")
+    return out
+
+
+def statistic_measure(cfg: dict, sub: xr.Dataset, env: dict, x: str) -> xr.Dataset:
+    """The measure of ``cfg`` (``value``, ``statistic``, ``quantile``, ``widen``, ``shift``,
+    ``quantity``) on one cell; ``env`` holds the cell's constants besides its data."""
+    values = evaluate(cfg["value"], {**env, **data_env(sub)}, "value")
+    if not isinstance(values, xr.DataArray) or REPLICATE not in values.dims:
+        raise ValueError(f"[check] value = {cfg['value']!r} has no replicate axis: name at least one "
+                         f"per-replicate variable ({', '.join(v for v in sub.data_vars if REPLICATE in sub[v].dims)})")
+    stat = cfg.get("statistic") or "mean"
+    if stat == "mean":
+        m = mean_ci(values)
+    elif stat == "quantile":
+        if cfg.get("quantile") is None:
+            raise ValueError("[check] statistic = \"quantile\" needs quantile = p (a level in (0, 1))")
+        m = _quantile(values, x, float(cfg["quantile"]))
+    elif stat == "max":
+        m = _maximum(values)
+    else:
+        raise ValueError(f"[check] statistic = {stat!r}: allowed {', '.join(STATISTICS)}")
+    full_env = {**env, **data_env(sub)}
+    if cfg.get("widen"):
+        w = _along(evaluate(cfg["widen"], full_env, "widen"), x)
+        m["upper"] = m["upper"] + w
+        m["lower"] = m["lower"] - w
+    if cfg.get("shift"):
+        s = _along(evaluate(cfg["shift"], full_env, "shift"), x)
+        for v in ("estimate", "lower", "upper"):
+            m[v] = m[v] + s
+    m.attrs.update(quantity=cfg.get("quantity") or "value",
+                   note=f"{stat} over replicates of {cfg['value']}"
+                        + (f", CI widened by {cfg['widen']}" if cfg.get("widen") else "")
+                        + (f", shifted by {cfg['shift']}" if cfg.get("shift") else ""))
+    return m
+
+
+def _along(v, x: str):
+    """A widen/shift value as a number, or as an array along x (a DataArray keeps its own dims)."""
+    if isinstance(v, xr.DataArray):
+        extra = [d for d in v.dims if d != x]
+        if extra:
+            raise ValueError(f"[check] widen/shift must be a number or vary along {x!r} only, got dims {list(v.dims)}")
+        return v
+    return v if np.isscalar(v) else xr.DataArray(np.asarray(v, dtype=float), dims=(x,))
+
+
+def check_constants(cfg: dict, sub: xr.Dataset, env: dict) -> dict:
+    """``[check] constants``: numbers as given, formulas evaluated on the cell (data, attrs,
+    constants; later entries may use earlier ones)."""
+    out = {}
+    for name, v in (cfg.get("constants") or {}).items():
+        if isinstance(v, str):
+            r = evaluate(v, {**env, **out, **data_env(sub)}, f"constants.{name}")
+            out[name] = r.values.astype(float) if isinstance(r, xr.DataArray) else r
+        else:
+            out[name] = float(v)
+    return out

@@ -1,0 +1,105 @@
+"""P4 Section 5 (Figures 1 and 2): test error of non-private SGD and DP-SGD (P4 Alg. 1) against eps
+(studies ``p4_fig1_mse``, ``p4_fig2_misclass``; check ``p4_figures`` in
+:mod:`stabsim.analyses.p4_reproduction`).
+
+Kind ``p4_figure``
+    P4 Alg. 1 (``p4_alg1``) on P4's synthetic designs (``p4_lsq``: least squares, Fig. 1;
+    ``p4_logistic``: logistic regression, Fig. 2), one data set per replicate (a "run" of the paper
+    = a fresh data set and a fresh run of the algorithm), w_1 = 0, constant eta, T steps.  ``[figure]
+    eps`` = 0 is non-private SGD (sigma = 0); eps > 0 calibrates sigma by P4 Thm 2 with the paper's beta
+    search (grid from 1e-4, step 1e-4, the step is ours) at delta = ``[figure] delta`` (0 = 1/n^2, the
+    paper's).  Per replicate: the test metric of w_priv on one fresh test sample of size ``[figure] m``
+    shared by all replicates (``metric``: mean squared error (x.w - y)^2, or the misclassification rate
+    with a zero score counted as an error) and the same metric on the training set.
+
+Choices where the paper is silent (errata P4-D): x uniform on the unit sphere; least squares
+f = (w.x - y)^2/2 on the l2 ball of radius 1 (G = 2, needed for sigma); logistic unconstrained
+(G = sup||x|| = 1); labels of the logistic design y = sign(w*.x + gamma), gamma ~ N(0, kappa^2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import xarray as xr
+
+from ..setups.p4 import FIGURE
+from ..study import StudySpec, _problem, _validate_twin, register_kind, twin_params
+
+
+def _sigma(p):
+    """(sigma, note) of a p4_figure cell: 0 for eps = 0, else P4 Thm 2 with the paper's beta search."""
+    from ..constraints import get_constraint
+    from ..losses import get_loss
+    from ..privacy.calibration import p4_beta_search
+
+    f, d, a = p["figure"], p["data"], p["algorithm"]
+    if f["eps"] == 0:
+        return 0.0, "non-private"
+    pb = _problem(d)
+    G = get_loss(a["loss"]).G(pb.kappa, get_constraint(a["constraint"]).radius)
+    if not math.isfinite(G):
+        raise ValueError("P4 calibration needs a finite Lipschitz constant G: give a constraint l2:R")
+    delta = 1.0 / d["n"] ** 2 if f["delta"] == 0 else f["delta"]
+    res = p4_beta_search(f["eps"], delta, d["n"], a["T"], G, pairwise=False)
+    return math.sqrt(res.sigma2), f"beta = {res.beta:.4g}, sigma^2 = {res.sigma2:.4g}, G = {G:.4g}"
+
+
+def _validate(spec):
+    from ..study import StudyError
+
+    _validate_twin(spec)
+    for cell in spec.cells():
+        p = spec.cell_params(cell)
+        if p["algorithm"]["name"] != "p4_alg1" or p["data"]["problem"] not in ("p4_lsq", "p4_logistic"):
+            raise StudyError("p4_figure: needs [algorithm] name = 'p4_alg1' and [data] problem 'p4_lsq' or 'p4_logistic'")
+        if isinstance(p["algorithm"]["eta"], str):
+            raise StudyError("p4_figure: [algorithm] eta must be a constant (the paper uses 0.01)")
+        try:
+            _sigma(p)
+        except Exception as e:
+            raise StudyError(f"p4_figure: cell {cell.coords}: {e}") from None
+
+
+def _metric(name, W, X, y):
+    """Per row of W: the mean squared error (x.w - y)^2 or the misclassification rate (y x.w <= 0) on (X, y)."""
+    S = W @ X.T  # (R, m)
+    if name == "mse":
+        return ((S - y[None, :]) ** 2).mean(axis=1)
+    return ((S * y[None, :]) <= 0).mean(axis=1)
+
+
+@register_kind("p4_figure", params=twin_params(figure=FIGURE), validate=_validate,
+               description="P4 Sec. 5: test MSE / misclassification of (DP-)SGD (Alg. 1) per replicate")
+def p4_figure_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
+    from ..rng import STREAM_SPLIT
+    from ..twin import run_twin
+
+    p = spec.cell_params(cell)
+    d, a, f = p["data"], p["algorithm"], p["figure"]
+    pb = _problem(d)
+    sigma, note = _sigma(p)
+    seed = spec.seed if d["seed"] is None else d["seed"]
+    reps = np.asarray(replicates, dtype=np.int64)
+    if d["per_replicate"]:
+        sets = [pb.sample(d["n"], seed, int(r)) for r in reps]
+        X, y = np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+    else:
+        X, y = pb.sample(d["n"], seed, 0)
+    ds = run_twin(X, y, algorithm="p4_alg1", loss=a["loss"], constraint=a["constraint"], eta=float(a["eta"]),
+                  T=a["T"], replicates=reps, seed=spec.seed, neighbour="same", sigma=sigma, checkpoints=[a["T"]],
+                  record_outputs=True)
+    W = np.ascontiguousarray(ds["output"].isel(t=-1).sel(run="S").values)  # (R, p)
+    Xt, yt = pb.sample(f["m"], seed, 0, stream=STREAM_SPLIT)
+    test = _metric(f["metric"], W, Xt, yt)
+    if X.ndim == 3:
+        train = np.array([_metric(f["metric"], W[i:i + 1], X[i], y[i])[0] for i in range(len(reps))])
+    else:
+        train = _metric(f["metric"], W, X, y)
+    out = xr.Dataset({"test": (("replicate",), test, {"long_name": f"test {f['metric']} of w_priv"}),
+                      "train": (("replicate",), train, {"long_name": f"training {f['metric']} of w_priv"}),
+                      "wnorm": (("replicate",), np.linalg.norm(W, axis=1), {"long_name": "||w_priv||"}),
+                      "sigma_eff": ((), float(sigma))}, coords={"replicate": reps})
+    out.attrs.update(calibration=note)
+    return out

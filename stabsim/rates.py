@@ -1,0 +1,287 @@
+"""RATE verdicts: the log-log slope of a measure against a swept variable with a bootstrap CI
+widened by the fit's lack of fit (``fit_slope``), the local slope over the last decade, and the
+comparison with a theorem's nominal exponent (``rate_rule``, ``rate_class``, ``check_rate``).
+The rules (matches / faster than claimed / inconsistent / consistent / inconclusive): the
+docstring of ``stabsim.verdicts``, which re-exports every name of this module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import xarray as xr
+
+from .measures import REPLICATE, _check_level, bootstrap_counts
+from .verdict_core import Verdict, _check_against_registry, _finite_range
+
+
+# ---------------------------------------------------------------------------------------------
+# RATE: log-log slope with a bootstrap CI
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SlopeFit:
+    """Least-squares fit log(mean_r y_r(x)) = intercept + slope log x, with a CI.
+
+    ``lower``/``upper``: the bootstrap percentile CI widened by the lack of fit (module rules);
+    ``boot_lower``/``boot_upper``: the bootstrap CI alone; ``se_fit``: the OLS slope standard
+    error from the residuals of the mean curve (NaN with 2 points).  ``local_*``: the slope over
+    the last decade of x (None when the sweep spans a decade or less)."""
+
+    slope: float
+    lower: float
+    upper: float
+    intercept: float
+    level: float
+    n_replicates: int
+    n_boot: int
+    seed: int
+    paired: bool
+    x: np.ndarray = field(repr=False)
+    mean: np.ndarray = field(repr=False)
+    n_dropped: int = 0
+    boot_lower: float = math.nan
+    boot_upper: float = math.nan
+    se_fit: float = math.nan
+    local_slope: float | None = None
+    local_lower: float | None = None
+    local_upper: float | None = None
+    local_from: float | None = None
+
+
+def _loglog_slopes(lx: np.ndarray, ly: np.ndarray) -> np.ndarray:
+    """OLS slopes of each row of ``ly`` (..., m) on ``lx`` (m,)."""
+    xc = lx - lx.mean()
+    return (ly - ly.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
+
+
+def _as_xy(x, per_replicate_y):
+    if isinstance(per_replicate_y, xr.DataArray):
+        if REPLICATE not in per_replicate_y.dims or per_replicate_y.ndim != 2:
+            raise ValueError(f"per-replicate y must be 2-D with a {REPLICATE!r} dim, got {per_replicate_y.dims}")
+        y = per_replicate_y.transpose(REPLICATE, ...).values
+    else:
+        y = np.asarray(per_replicate_y, dtype=float)
+    x = np.asarray(x, dtype=float).ravel()
+    if y.ndim != 2 or y.shape[1] != x.size:
+        raise ValueError(f"per-replicate y must have shape (replicates, {x.size}), got {y.shape}")
+    if x.size < 2 or not np.all(x > 0) or np.unique(x).size != x.size:
+        raise ValueError("x must hold at least 2 distinct positive values (log-log fit)")
+    if y.shape[0] < 2 or not np.all(np.isfinite(y)):
+        raise ValueError("per-replicate y needs >= 2 replicates and finite values")
+    return x, y
+
+
+def lack_of_fit_se(lx: np.ndarray, ly: np.ndarray) -> float:
+    """OLS standard error of the slope from the residuals, sqrt(SSR/(m-2)/Sxx); NaN for m = 2."""
+    m = lx.size
+    if m < 3:
+        return math.nan
+    xc = lx - lx.mean()
+    slope = float(_loglog_slopes(lx, ly))
+    res = ly - ly.mean() - slope * xc
+    return float(math.sqrt(float(res @ res) / (m - 2) / float(xc @ xc)))
+
+
+def last_decade(x: np.ndarray) -> np.ndarray | None:
+    """Mask of the points with x >= max(x)/10 when the sweep spans more than a decade and the
+    last decade holds >= 2 points and fewer than all of them; else None."""
+    x = np.asarray(x, dtype=float)
+    if x.max() <= 10 * x.min():
+        return None
+    mask = x >= x.max() / 10
+    if mask.sum() < 2:  # sparse sweep: the last two points
+        mask = x >= np.sort(x)[-2]
+    return mask if mask.sum() < x.size else None
+
+
+def fit_slope(x, per_replicate_y, *, level: float = 0.95, n_boot: int = 2000, seed: int = 0,
+              paired: bool = True) -> SlopeFit:
+    """Log-log slope of the replicate-mean measure against the swept variable x.
+
+    ``per_replicate_y``: array (R, m) (or a DataArray with dims replicate and the sweep) of
+    y_r(x_j).  The point estimate fits log ybar(x_j) = c + s log x_j by least squares, with
+    ybar the mean over replicates (the slope of the *expected* measure, which is what the
+    theorems bound).  The CI is a percentile bootstrap over replicates: resample R replicates
+    with replacement, recompute ybar and refit, ``n_boot`` times (``Generator(PCG64(seed))``),
+    and each half-width is then widened in quadrature by t_{m-2} times the lack-of-fit standard
+    error of the slope (``lack_of_fit_se``), so a curve that is not one power law over the sweep
+    gets a wide CI instead of a tight wrong one.  The same resamples give the CI of the local
+    slope over the last decade (``last_decade``).
+    ``paired=True`` resamples whole rows (one replicate = one run observed at every x, e.g. the
+    checkpoints t of a twin run); ``paired=False`` resamples each column independently (an
+    independent set of runs per x, e.g. a sweep over n).  Resamples whose mean is <= 0 at some x
+    cannot be logged and are dropped (counted in ``n_dropped``).
+    """
+    from scipy.stats import t as student_t
+
+    level = _check_level(level)
+    x, y = _as_xy(x, per_replicate_y)
+    R, m = y.shape
+    ybar = y.mean(axis=0)
+    if not np.all(ybar > 0):
+        raise ValueError(f"the replicate mean is <= 0 at x = {x[ybar <= 0].tolist()}: no log-log slope there")
+    lx, ly = np.log(x), np.log(ybar)
+    slope, intercept = np.polyfit(lx, ly, 1)
+    means = _bootstrap_means(y, n_boot, seed, paired)
+    ok = np.all(means > 0, axis=1)
+    lmeans = np.log(means[ok])
+    boots = _loglog_slopes(lx, lmeans)
+    if boots.size < 0.5 * n_boot:
+        raise ValueError("more than half of the bootstrap resamples have a mean <= 0: too many zeros")
+    q = [0.5 - level / 2, 0.5 + level / 2]
+    blo, bhi = np.quantile(boots, q)
+    se_fit = lack_of_fit_se(lx, ly)
+    widen = float(student_t.ppf(0.5 + level / 2, m - 2) * se_fit) if m > 2 else 0.0
+    lo = slope - math.hypot(slope - blo, widen)
+    hi = slope + math.hypot(bhi - slope, widen)
+    loc = dict(local_slope=None, local_lower=None, local_upper=None, local_from=None)
+    mask = last_decade(x)
+    if mask is not None:
+        ls = float(_loglog_slopes(lx[mask], ly[mask]))
+        llo, lhi = np.quantile(_loglog_slopes(lx[mask], lmeans[:, mask]), q)
+        if mask.sum() > 2:
+            w = float(student_t.ppf(0.5 + level / 2, mask.sum() - 2) * lack_of_fit_se(lx[mask], ly[mask]))
+            llo, lhi = ls - math.hypot(ls - llo, w), ls + math.hypot(lhi - ls, w)
+        loc = dict(local_slope=ls, local_lower=float(llo), local_upper=float(lhi), local_from=float(x[mask].min()))
+    return SlopeFit(slope=float(slope), lower=float(lo), upper=float(hi), intercept=float(intercept),
+                    level=level, n_replicates=R, n_boot=int(n_boot), seed=int(seed), paired=paired,
+                    x=x, mean=ybar, n_dropped=int((~ok).sum()), boot_lower=float(blo), boot_upper=float(bhi),
+                    se_fit=se_fit, **loc)
+
+
+def _bootstrap_means(y: np.ndarray, n_boot: int, seed: int, paired: bool) -> np.ndarray:
+    """(n_boot, m) replicate means of bootstrap resamples."""
+    R, m = y.shape
+    if paired:
+        return bootstrap_counts(R, n_boot, seed) @ y / R
+    gen_seeds = np.random.SeedSequence(int(seed)).spawn(m)
+    cols = [bootstrap_counts(R, n_boot, int(s.generate_state(1)[0])) @ y[:, j] / R
+            for j, s in enumerate(gen_seeds)]
+    return np.stack(cols, axis=1)
+
+
+def rate_exponent(bound, var: str, **params) -> float:
+    """The exponent of a registry bound's rate in ``var``; callable exponents get ``params``.
+
+    ``bound``: a registry key or ``Bound``.  E.g. ``rate_exponent("P1.Thm3.rate", "n", L=1, mu=.5)``.
+    """
+    if isinstance(bound, str):
+        from .theory.registry import get
+        bound = get(bound)
+    if not bound.rate or var not in bound.rate:
+        raise ValueError(f"bound {bound.key!r} has no rate exponent in {var!r} (rate = {bound.rate})")
+    e = bound.rate[var]
+    return float(e(**params) if callable(e) else e)
+
+
+def bound_slope(x, bound_values) -> float:
+    """Least-squares log-log slope of a bound curve over x (the rate an EXPLICIT bound implies there)."""
+    x = np.asarray(x, dtype=float).ravel()
+    b = np.asarray(bound_values, dtype=float).ravel()
+    if b.shape != x.shape or not (np.all(x > 0) and np.all(b > 0)):
+        raise ValueError("bound_slope needs positive x and bound values of the same length")
+    return float(_loglog_slopes(np.log(x), np.log(b)))
+
+
+def rate_rule(fit: SlopeFit, exponent: float, kind: str, tol: float) -> tuple[bool, bool]:
+    """(consistent, rate_matched) of the global fit by the module's rules (no curvature test)."""
+    matched = fit.lower - tol <= exponent <= fit.upper + tol
+    if kind == "upper":
+        return fit.lower <= exponent + tol, matched
+    if kind == "lower":
+        return fit.upper >= exponent - tol, matched
+    if kind == "exact":
+        return matched, matched
+    raise ValueError(f"kind={kind!r} is not allowed: use 'upper', 'lower' or 'exact'")
+
+
+def _class_of(lo: float, hi: float, a: float, kind: str, tol: float) -> str:
+    if lo - tol <= a <= hi + tol:
+        return "matches"
+    below = hi < a - tol  # the measure decays faster / grows more slowly than x^a
+    if kind == "upper":
+        return "faster than claimed" if below else "inconsistent"
+    if kind == "lower":
+        return "inconsistent" if below else "consistent"
+    return "inconsistent"
+
+
+def rate_class(fit: SlopeFit, exponent: float, kind: str = "upper", tol: float = 0.0) -> tuple[str, str]:
+    """(verdict, qualifier) of a slope fit against a nominal exponent (module rules).
+
+    The global fit decides, unless the last decade of the sweep disagrees with it significantly
+    and would give another class: then "inconclusive" with qualifier "curvature"."""
+    if kind not in ("upper", "lower", "exact"):
+        raise ValueError(f"kind={kind!r} is not allowed: use 'upper', 'lower' or 'exact'")
+    g = _class_of(fit.lower, fit.upper, exponent, kind, tol)
+    if fit.local_slope is None:
+        return g, ""
+    disagree = not (fit.local_lower <= fit.slope <= fit.local_upper)  # significant: the local CI excludes it
+    loc = _class_of(fit.local_lower, fit.local_upper, exponent, kind, tol)
+    if disagree and loc != g:
+        return "inconclusive", "curvature"
+    return g, ""
+
+
+def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 0.0, level: float = 0.95,
+               n_boot: int = 2000, seed: int = 0, paired: bool = True, key: str = "", quantity: str = "",
+               tag: str = "RATE", bound_values=None, notes: Sequence[str] = (), log_factors: str = "") -> Verdict:
+    """Compare the measured log-log slope with a theorem's nominal exponent (module rules).
+
+    ``x``: the swept variable (t, n, eta, eps, ...); ``y_reps``: per-replicate measure (R, m);
+    ``exponent``: the bound's *nominal polynomial* exponent in x (``rate_exponent`` reads it
+    from the registry).  Never pass the local log-log slope of an expression with log factors
+    (over a short range ln^2 n turns a decay into a positive "exponent"); name the log factors
+    in ``log_factors`` instead, and widen ``tol`` for them only if chosen before the run.
+    ``kind``: "upper" (default; the theorem says measure = O(x^exponent)), "lower" or "exact".
+    ``bound_values``: optional bound curve on x; gives the tightness ratio measure/bound along
+    the sweep (for a RATE entry the O(.) constant is 1, so only the ratio's drift is meaningful).
+    """
+    tol = float(tol)
+    if tol < 0:
+        raise ValueError(f"tol={tol!r} is not allowed: the tolerance must be >= 0")
+    _check_against_registry(key, None, quantity)  # any tag: an explicit bound's rate may be checked too
+    fit = fit_slope(x, y_reps, level=level, n_boot=n_boot, seed=seed, paired=paired)
+    a = float(exponent)
+    verdict, qualifier = rate_class(fit, a, kind, tol)
+    matched = fit.lower - tol <= a <= fit.upper + tol
+    tmin = tmax = math.nan
+    if bound_values is not None:
+        b = np.asarray(bound_values, dtype=float).ravel()
+        if b.shape != fit.mean.shape:
+            raise ValueError(f"bound values have {b.size} entries, the sweep {fit.mean.size}")
+        tmin, tmax = _finite_range(xr.DataArray(np.where(b > 0, fit.mean / b, np.nan)))
+    return Verdict(key=key, quantity=quantity, tag=tag, verdict=verdict, qualifier=qualifier,
+                   n_replicates=fit.n_replicates, level=fit.level, slope=fit.slope, slope_lower=fit.lower,
+                   slope_upper=fit.upper, exponent=a, tol=tol, kind=kind, rate_matched=matched,
+                   tightness_min=tmin, tightness_max=tmax, local_slope=fit.local_slope,
+                   local_lower=fit.local_lower, local_upper=fit.local_upper, log_factors=log_factors,
+                   notes=tuple(notes) + _rate_notes(fit, a, kind, tol, verdict, qualifier, log_factors),
+                   details=fit)
+
+
+def _rate_notes(fit: SlopeFit, a: float, kind: str, tol: float, verdict: str, qualifier: str, log_factors: str):
+    out = [f"{kind} rule, tol = {tol:g}, {fit.n_boot} bootstrap resamples "
+           f"({'paired' if fit.paired else 'per-x'}) over {fit.n_replicates} replicates"
+           + (f"; CI widened for lack of fit (se {fit.se_fit:.2g}; bootstrap alone "
+              f"[{fit.boot_lower:.3g}, {fit.boot_upper:.3g}])" if math.isfinite(fit.se_fit) else "")]
+    if log_factors:
+        out.append(f"nominal exponent {a:g}; log factors {log_factors} not in the exponent")
+    if verdict == "faster than claimed":
+        how = "decays faster" if a < 0 else "grows more slowly"
+        out.append(f"the measure {how} than x^{a:g}: consistent with the O(.) bound, "
+                   f"but its rate is not attained on this range")
+    if verdict == "inconsistent":
+        out.append(f"slope CI [{fit.lower:.3g}, {fit.upper:.3g}] excludes the exponent {a:g} on the wrong side")
+    if fit.local_slope is not None:
+        out.append(f"last decade (x >= {fit.local_from:.4g}): slope {fit.local_slope:.3g} "
+                   f"[{fit.local_lower:.3g}, {fit.local_upper:.3g}]"
+                   + (" -- disagrees with the global fit: not one power law over the sweep" if qualifier == "curvature"
+                      else ""))
+    if fit.n_dropped:
+        out.append(f"{fit.n_dropped} bootstrap resamples dropped (mean <= 0)")
+    return tuple(out)

@@ -1,0 +1,185 @@
+"""What the bound and rate checks of ``stabsim.verdicts`` share: the ``Verdict`` record (one row
+of a report, ``to_row()``), the verdict classes (``OK_VERDICTS``, ``FAILED_VERDICTS``), the
+vacuity threshold, and the consistency check of a registered key's tag and quantity
+(``stabsim.theory``).  The rules: the docstring of ``stabsim.verdicts``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+import xarray as xr
+
+BOUND_TAGS = ("EXPLICIT", "EXPLICIT-DD")
+#: measured / bound below this at every coordinate: the bound "holds" but says almost nothing.
+VACUOUS_TIGHTNESS = 0.01
+#: verdicts that are good news for the claim checked (the rest: a significant failure, or no claim).
+OK_VERDICTS = ("holds", "consistent", "matches", "faster than claimed", "private")
+#: verdicts that claim a failure; only ever given when significant.
+FAILED_VERDICTS = ("violated", "inconsistent", "not private at this setting")
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdict
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one bound or rate check.
+
+    key          registry key of the bound (e.g. ``"P1.Thm4.uas"``) or a free label.
+    quantity     the measured quantity (``stabsim.theory.QUANTITIES`` name).
+    tag          EXPLICIT, EXPLICIT-DD, RATE, CONDITION, IDENTITY, REPRO, ... (the kind of check).
+    verdict      bounds: "holds" / "violated" / "inconclusive"; rates: "matches" /
+                 "faster than claimed" / "inconsistent" / "inconclusive" (module rules);
+                 other checks: "holds" / "violated", "consistent" / "inconsistent".
+    qualifier    why a verdict is what it is, in a word or two ("saturated", "curvature",
+                 "stand-in (no paper value)", ...); shown in brackets after the verdict.
+    n_replicates, level   replicates behind the measure and the CI's confidence level.
+    worst_margin, worst_at  bounds: min over coordinates of bound - CI upper end, and where.
+    n_significant, multiplicity  bounds: coordinates significantly above the bound after the
+                 stated correction (``multiplicity``, e.g. "Holm over 12 coordinates").
+    slope, slope_lower, slope_upper, exponent, tol, kind, rate_matched   rates (``exponent`` is
+                 the nominal polynomial exponent; ``log_factors`` names the log factors beside it).
+    local_slope, local_lower, local_upper  the slope over the last decade of the sweep.
+    tightness_min, tightness_max  range of measure/bound over the coordinates (NaN if unknown).
+    vacuous      True when the bound is vacuous (module rules); None when not assessed.
+    notes        short remarks (violations, caveats).
+    details      per-coordinate Dataset (bound, margin, tightness, status) or the slope fit.
+    """
+
+    key: str
+    quantity: str
+    tag: str
+    verdict: str
+    n_replicates: int
+    level: float
+    worst_margin: float | None = None
+    worst_at: Mapping[str, object] = field(default_factory=dict)
+    slope: float | None = None
+    slope_lower: float | None = None
+    slope_upper: float | None = None
+    exponent: float | None = None
+    tol: float | None = None
+    kind: str | None = None
+    rate_matched: bool | None = None
+    tightness_min: float = math.nan
+    tightness_max: float = math.nan
+    notes: tuple[str, ...] = ()
+    details: object = field(default=None, repr=False, compare=False)
+    qualifier: str = ""
+    vacuous: bool | None = None
+    n_significant: int | None = None
+    multiplicity: str = ""
+    local_slope: float | None = None
+    local_lower: float | None = None
+    local_upper: float | None = None
+    log_factors: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the claim checked is supported (holds / matches / faster than claimed / consistent)."""
+        return self.verdict in OK_VERDICTS
+
+    @property
+    def failed(self) -> bool:
+        """True for a significant failure (violated / inconsistent)."""
+        return self.verdict in FAILED_VERDICTS
+
+    @property
+    def label(self) -> str:
+        """The verdict with its qualifier, e.g. ``inconclusive (saturated)``."""
+        return f"{self.verdict} ({self.qualifier})" if self.qualifier else self.verdict
+
+    def relabel(self, verdict: str, qualifier: str = "", note: str = "") -> "Verdict":
+        """A copy with another verdict class (e.g. a saturated "inconsistent" made "inconclusive").
+
+        The original verdict is kept in the notes, so nothing is hidden."""
+        from dataclasses import replace
+
+        extra = (f"rule verdict: {self.label}",) + ((note,) if note else ())
+        return replace(self, verdict=verdict, qualifier=qualifier, notes=self.notes + extra)
+
+    def summary(self) -> str:
+        """One line for legends and logs, e.g. ``holds; worst margin 0.53 at t=1; tightness 0.0004-0.006``."""
+        parts = [self.label]
+        if self.slope is not None:
+            parts.append(f"slope {self.slope:.3g} [{self.slope_lower:.3g}, {self.slope_upper:.3g}] "
+                         f"vs {self.exponent:.3g}" + (" (rate matched)" if self.rate_matched else ""))
+        if self.worst_margin is not None:
+            at = ", ".join(f"{k}={_fmt(v)}" for k, v in self.worst_at.items())
+            parts.append(f"worst margin {self.worst_margin:.3g}" + (f" at {at}" if at else ""))
+        if np.isfinite(self.tightness_min):
+            parts.append(f"tightness {self.tightness_min:.2g}-{self.tightness_max:.2g}")
+        if self.vacuous:
+            parts.append("vacuous")
+        return "; ".join(parts)
+
+    def to_row(self) -> dict:
+        """A flat dict (strings and numbers) for summary tables."""
+        return {
+            "key": self.key, "quantity": self.quantity, "tag": self.tag, "verdict": self.verdict,
+            "qualifier": self.qualifier,
+            "worst_margin": _num(self.worst_margin),
+            "worst_at": ", ".join(f"{k}={_fmt(v)}" for k, v in self.worst_at.items()),
+            "n_significant": self.n_significant, "multiplicity": self.multiplicity,
+            "slope": _num(self.slope), "slope_ci": _ci_text(self.slope_lower, self.slope_upper),
+            "slope_lower": _num(self.slope_lower), "slope_upper": _num(self.slope_upper),
+            "exponent": _num(self.exponent), "rate_matched": "" if self.rate_matched is None else self.rate_matched,
+            "log_factors": self.log_factors,
+            "local_slope": _num(self.local_slope), "local_slope_ci": _ci_text(self.local_lower, self.local_upper),
+            "tightness_min": self.tightness_min, "tightness_max": self.tightness_max,
+            "vacuous": "" if self.vacuous is None else bool(self.vacuous),
+            "n_replicates": self.n_replicates, "confidence": self.level,
+            "notes": "; ".join(self.notes),
+        }
+
+
+def _num(x):
+    return math.nan if x is None else float(x)
+
+
+def _fmt(v):
+    return f"{v:.4g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
+def _ci_text(lo, hi):
+    return "" if lo is None else f"[{lo:.4g}, {hi:.4g}]"
+
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry consistency
+# ---------------------------------------------------------------------------------------------
+
+def _registered(key: str):
+    """The registry entry for ``key``, or None when ``key`` is a free label."""
+    if not key:
+        return None
+    from .theory.registry import get
+    try:
+        return get(key)
+    except KeyError:
+        return None
+
+
+def _check_against_registry(key: str, tag: str | None, quantity: str) -> None:
+    """A registered ``key`` must have tag ``tag`` (unless None) and bound ``quantity`` (unless empty)."""
+    b = _registered(key)
+    if b is None:
+        return
+    if tag is not None and b.tag != tag:
+        raise ValueError(f"bound {key!r} is tagged {b.tag} in the registry, not {tag}")
+    if quantity and b.quantity != quantity:
+        raise ValueError(f"bound {key!r} bounds {b.quantity!r}, but the measure is {quantity!r}: "
+                         f"compare it with the matching estimator")
+
+
+
+def _finite_range(a: xr.DataArray) -> tuple[float, float]:
+    v = np.asarray(a, dtype=float)
+    v = v[np.isfinite(v)]
+    return (float(v.min()), float(v.max())) if v.size else (math.nan, math.nan)

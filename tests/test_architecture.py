@@ -1,0 +1,157 @@
+"""The house rules of issue #18, checked on the source (no import of stabsim needed).
+
+* experiments (study kinds) and analyses (checks) never import each other, at module level or
+  inside a function;
+* the package has no import circle at module level (what Python executes on import);
+* no module outside ``stabsim/kernels`` is over 600 lines and no function over 120 lines;
+* every path ``docs/architecture.md`` names exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "stabsim"
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 120
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in PKG.rglob("*.py")}
+
+
+def _resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if node.level == 0:
+        return node.module or ""
+    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(mod: str, path: Path, top_level_only: bool) -> set[str]:
+    """The stabsim modules ``mod`` imports (``from X import y`` counts X, and X.y when that is a module)."""
+    known = _modules()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    if top_level_only:  # module level, including inside if/try blocks at module level
+        nodes = [n for stmt in tree.body for n in ast.walk(stmt)
+                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    out = set()
+    for n in nodes:
+        if isinstance(n, ast.Import):
+            out.update(a.name for a in n.names if a.name.startswith("stabsim"))
+        elif isinstance(n, ast.ImportFrom):
+            target = _resolve(mod, path.name == "__init__.py", n)
+            if not target.startswith("stabsim"):
+                continue
+            out.add(target)
+            out.update(f"{target}.{a.name}" for a in n.names if f"{target}.{a.name}" in known)
+    return {m for m in out if m in known}
+
+
+def _in(mod: str, package: str) -> bool:
+    return mod == package or mod.startswith(package + ".")
+
+
+def test_experiments_and_analyses_do_not_import_each_other():
+    bad = []
+    for mod, path in _modules().items():
+        for imp in _imports(mod, path, top_level_only=False):
+            if _in(mod, "stabsim.experiments") and (_in(imp, "stabsim.analyses") or _in(imp, "stabsim.checks")):
+                bad.append(f"{mod} imports {imp}")
+            if _in(mod, "stabsim.analyses") and (_in(imp, "stabsim.experiments") or _in(imp, "stabsim.checks")):
+                bad.append(f"{mod} imports {imp}")
+    assert not bad, "an experiment and an analysis import each other:\n" + "\n".join(sorted(bad))
+
+
+def test_the_rule_sees_a_violation(tmp_path):
+    """The walker resolves relative imports (so the rule above is not vacuous)."""
+    mods = _modules()
+    mod = next(m for m in mods if m.startswith("stabsim.experiments."))
+    fake = tmp_path / "x.py"
+    fake.write_text("def f():\n    from ..analyses.base import CheckResult\n")
+    imps = _imports(mod, fake, top_level_only=False)
+    assert "stabsim.analyses.base" in imps
+    assert "stabsim.analyses.base" not in _imports(mod, fake, top_level_only=True)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_circle_at_module_level():
+    mods = _modules()
+    graph = {}
+    for mod, path in mods.items():
+        deps = _imports(mod, path, top_level_only=True)
+        # a package's __init__ importing its own submodules (or a submodule importing its package's
+        # __init__ for a re-exported name) is the normal package pattern, not a circle between modules
+        graph[mod] = {d for d in deps if d != mod and not _in(d, mod) and not _in(mod, d)}
+    cyc = _cycles(graph)
+    assert not cyc, "import circles at module level:\n" + "\n".join(" <-> ".join(c) for c in cyc)
+
+
+def test_modules_and_functions_are_short():
+    long_modules, long_functions = [], []
+    for mod, path in _modules().items():
+        if _in(mod, "stabsim.kernels"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        n = text.count("\n") + 1
+        if n > MAX_MODULE_LINES:
+            long_modules.append(f"{mod}: {n} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{mod}.{node.name}: {length} lines")
+    assert not long_modules, "modules over 600 lines:\n" + "\n".join(long_modules)
+    assert not long_functions, "functions over 120 lines:\n" + "\n".join(long_functions)
+
+
+def test_architecture_doc_names_only_existing_paths():
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    paths = set(re.findall(r"`((?:stabsim|studies|tests|docs|benchmarks|reports)/[\w./-]*)`", doc))
+    assert len(paths) >= 20, "docs/architecture.md should name where things are"
+    missing = [p for p in sorted(paths) if not (ROOT / p.rstrip("/")).exists()]
+    assert not missing, "docs/architecture.md names paths that do not exist: " + ", ".join(missing)
