@@ -39,6 +39,22 @@ def _replicate_ids(replicates):
     return reps
 
 
+def _setup(eps, delta, loss, constraint, X, y, replicates, seed):
+    """Validate the privacy parameters, the loss and constraint names, the data, the replicate ids
+    and the seed, as every private algorithm does before it runs; returns
+    (eps, delta, lossf, cons, X, y, X3, y3, n, reps, seed)."""
+    from ...constraints import get_constraint
+    from ...losses import get_loss
+
+    eps, delta = _check_privacy(eps, delta)
+    lossf, cons = get_loss(loss), get_constraint(constraint)
+    X, y, X3, y3 = _data(X, y, lossf)
+    n = X3.shape[1]
+    reps = _replicate_ids(replicates)
+    seed = positive_int("seed", seed, minimum=0)
+    return eps, delta, lossf, cons, X, y, X3, y3, n, reps, seed
+
+
 def _data(X, y, lossf, allow_3d=True):
     X, y = check_Xy(X, y, pairwise_auc=lossf.form in (0, 1))
     if X.ndim == 3 and not allow_3d:

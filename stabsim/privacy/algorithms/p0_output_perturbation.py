@@ -13,13 +13,11 @@ import numpy as np
 import xarray as xr
 
 from ... import rng
-from ...constraints import get_constraint
-from ...losses import get_loss
 from ...twin import run_twin
 from ...validation import positive, positive_int
 from .. import calibration as cal
-from .common import (_add_private, _attach, _check_privacy, _ckpts_with, _constants, _data,
-                     _neighbours, _noise_scale, _project, _replicate_ids, gaussian_rows)
+from .common import (_add_private, _setup, _attach, _ckpts_with, _constants, _neighbours, _noise_scale,
+                     _project, gaussian_rows)
 
 
 def p0_alg2(X, y, *, eps, delta, loss="auc_hinge", constraint="none", eta=None, T=None,
@@ -38,12 +36,7 @@ def p0_alg2(X, y, *, eps, delta, loss="auc_hinge", constraint="none", eta=None, 
     Defaults: T = n^2 and eta = n^-1.5 (bounded-W setting of Thm 2 with constant c = 1, ours).
     Returns run_twin's Dataset plus ``w_priv``, ``dist_priv`` and the calibration record.
     """
-    eps, delta = _check_privacy(eps, delta)
-    lossf, cons = get_loss(loss), get_constraint(constraint)
-    X, y, X3, y3 = _data(X, y, lossf)
-    n = X3.shape[1]
-    reps = _replicate_ids(replicates)
-    seed = positive_int("seed", seed, minimum=0)
+    eps, delta, lossf, cons, X, y, X3, y3, n, reps, seed = _setup(eps, delta, loss, constraint, X, y, replicates, seed)
     deviations = []
     T = n * n if T is None else positive_int("T", T)
     eta_used = n ** -1.5 if eta is None else positive("eta", eta)

@@ -10,13 +10,10 @@ import math
 
 import xarray as xr
 
-from ...constraints import get_constraint
-from ...losses import get_loss
 from ...twin import run_twin
 from ...validation import positive, positive_int
 from .. import calibration as cal
-from .common import (_add_private, _attach, _check_privacy, _ckpts_with, _constants, _data,
-                     _neighbours, _noise_scale, _replicate_ids)
+from .common import (_add_private, _setup, _attach, _ckpts_with, _constants, _neighbours, _noise_scale)
 
 
 def p2_alg1(X, y, *, eps, delta, loss="ranking_logistic", constraint=("l2", 1.0),
@@ -34,12 +31,7 @@ def p2_alg1(X, y, *, eps, delta, loss="ranking_logistic", constraint=("l2", 1.0)
     T = O(log(sqrt(n) eps)) with constant 1, ours).  The neighbour relation is replace-one
     (the DP relation); P2's stability uses removal, which this run does not measure.
     """
-    eps, delta = _check_privacy(eps, delta)
-    lossf, cons = get_loss(loss), get_constraint(constraint)
-    X, y, X3, y3 = _data(X, y, lossf)
-    n = X3.shape[1]
-    reps = _replicate_ids(replicates)
-    seed = positive_int("seed", seed, minimum=0)
+    eps, delta, lossf, cons, X, y, X3, y3, n, reps, seed = _setup(eps, delta, loss, constraint, X, y, replicates, seed)
     deviations = []
     if projected:
         if not cons.bounded:

@@ -10,24 +10,16 @@ import math
 
 import xarray as xr
 
-from ...constraints import get_constraint
-from ...losses import get_loss
 from ...twin import run_twin
 from ...validation import positive_int
 from .. import calibration as cal
-from .common import (_add_private, _attach, _check_privacy, _ckpts_with, _constants, _data,
-                     _neighbours, _noise_scale, _replicate_ids)
+from .common import (_add_private, _setup, _attach, _ckpts_with, _constants, _neighbours, _noise_scale)
 
 
 def _p4(X, y, pairwise, *, eps, delta, loss, constraint, eta, T, replicates, seed, neighbour,
         independent_noise, G, kappa, grid_step, beta_lo, beta_hi, continuous, noise_scale,
         checkpoints, w0, problem):
-    eps, delta = _check_privacy(eps, delta)
-    lossf, cons = get_loss(loss), get_constraint(constraint)
-    X, y, X3, y3 = _data(X, y, lossf)
-    n = X3.shape[1]
-    reps = _replicate_ids(replicates)
-    seed = positive_int("seed", seed, minimum=0)
+    eps, delta, lossf, cons, X, y, X3, y3, n, reps, seed = _setup(eps, delta, loss, constraint, X, y, replicates, seed)
     deviations = []
     T = n if T is None else positive_int("T", T)
     ns = _noise_scale(noise_scale, deviations)
