@@ -46,6 +46,9 @@ class Verdict:
                  the nominal polynomial exponent; ``log_factors`` names the log factors beside it).
     local_slope, local_lower, local_upper  the slope over the last decade of the sweep.
     tightness_min, tightness_max  range of measure/bound over the coordinates (NaN if unknown).
+    lower_tightness_max  max over the coordinates of (CI lower end)/bound: how close the bound is
+                 certified to come (at the CI's level); for a lower estimate of a supremum (a
+                 searched worst-case neighbour) it is "best lower estimate / bound".
     vacuous      True when the bound is vacuous (module rules); None when not assessed.
     notes        short remarks (violations, caveats).
     details      per-coordinate Dataset (bound, margin, tightness, status) or the slope fit.
@@ -68,6 +71,7 @@ class Verdict:
     rate_matched: bool | None = None
     tightness_min: float = math.nan
     tightness_max: float = math.nan
+    lower_tightness_max: float = math.nan
     notes: tuple[str, ...] = ()
     details: object = field(default=None, repr=False, compare=False)
     qualifier: str = ""

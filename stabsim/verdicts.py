@@ -139,11 +139,12 @@ def check_bound(measure: xr.Dataset, bound_values, tag: str, *, key: str = "", q
     else:
         verdict = "inconclusive"
     tmin, tmax = _finite_range(details["tightness"])
+    ltmax = _finite_range(details["lower_tightness"])[1]
     vac, vac_note = _vacuity(tmax, bound, trivial_bound, est)
     return Verdict(key=key, quantity=quantity, tag=tag, verdict=verdict,
                    n_replicates=int(measure.attrs.get("n_replicates", 0)), level=level,
                    worst_margin=float(margin.min()), worst_at=worst,
-                   tightness_min=tmin, tightness_max=tmax, vacuous=vac,
+                   tightness_min=tmin, tightness_max=tmax, lower_tightness_max=ltmax, vacuous=vac,
                    n_significant=n_sig, multiplicity=f"Holm over {m} coordinate{'s' if m != 1 else ''}",
                    notes=tuple(notes) + _bound_notes(details, tag) + vac_note, details=details)
 
@@ -184,9 +185,10 @@ def _bound_details(est, lower, upper, bound, level: float) -> xr.Dataset:
     pv = est.copy(data=p.reshape(est.shape))
     with np.errstate(divide="ignore", invalid="ignore"):
         tight = xr.where((bound > 0) & np.isfinite(bound), est / bound, np.nan)
+        lower_tight = xr.where((bound > 0) & np.isfinite(bound) & np.isfinite(lower), lower / bound, np.nan)
     status = xr.where(holds, "holds", xr.where(sig, "violated", "inconclusive"))
     return xr.Dataset({"estimate": est, "lower": lower, "upper": upper, "bound": bound,
-                       "margin": bound - upper, "tightness": tight, "holds": holds, "p_exceed": pv,
+                       "margin": bound - upper, "tightness": tight, "lower_tightness": lower_tight, "holds": holds, "p_exceed": pv,
                        "significant": sig, "status": status}, attrs={"level": level})
 
 

@@ -70,14 +70,16 @@ def test_bad_arguments():
         worst_neighbour(X, Y, k=[7], **KW)
 
 
-def test_tightness_study_kind_and_check(tmp_path):
-    """The p1_tightness kind + check end to end on a tiny profile (searched/flip/farthest on fresh ids)."""
+@pytest.mark.parametrize("study,key", [("p1_thm4_tightness", "P1.Thm4.uas"), ("p1_thm5_tightness", "P1.Thm5.uas")])
+def test_tightness_study_kind_and_check(tmp_path, study, key):
+    """The p1_tightness kind + check end to end on a tiny profile (searched/flip/farthest on fresh ids),
+    for the non-smooth (Thm 4) and the smooth (Thm 5) study."""
     from pathlib import Path
 
     from stabsim.analyses.base import analyse
     from stabsim.study import parse_study, run_study
 
-    text = Path(__file__).parents[1].joinpath("studies", "p1_thm4_tightness.toml").read_text()
+    text = Path(__file__).parents[1].joinpath("studies", f"{study}.toml").read_text()
     spec = parse_study(text.replace("[profiles.quick]", "[profiles.tiny]\nstudy.replicates = 8\nstudy.chunk = 4\n"
                                     "algorithm.T = 30\nalgorithm.checkpoints = 5\nsearch.replicates = 4\n"
                                     "search.max_evals = 15\nsearch.screen = 1\n\n[profiles.quick]"),
@@ -86,4 +88,6 @@ def test_tightness_study_kind_and_check(tmp_path):
     rec = analyse(tmp_path / spec.id)
     assert not rec.get("error"), rec.get("error")
     rows = rec["rows"]
-    assert [r["key"] for r in rows][:1] == ["P1.Thm4.uas"] and rows[0]["verdict"] != "error"
+    assert [r["key"] for r in rows][:1] == [key] and rows[0]["verdict"] != "error"
+    # the verdict row carries best lower estimate / bound, at most the estimate's tightness
+    assert rows[0]["lower_tightness_max"] <= rows[0]["tightness_max"] + 1e-12

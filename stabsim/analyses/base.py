@@ -307,6 +307,7 @@ def _row(res: CheckResult, i: int, figure_prefix: str = FIGURE_DIR + "/") -> dic
             "local_slope": _num(v.local_slope), "local_slope_lower": _num(v.local_lower),
             "local_slope_upper": _num(v.local_upper),
             "tightness_min": _num(v.tightness_min), "tightness_max": _num(v.tightness_max),
+            "lower_tightness_max": _num(getattr(v, "lower_tightness_max", math.nan)),
             "vacuous": v.vacuous, "data": res.data.get(i, "synthetic")}
 
 

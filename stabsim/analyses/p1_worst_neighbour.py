@@ -1,11 +1,14 @@
-"""P1 (Yang et al. 2021) Thm 4 tightness: the searched worst-case neighbour against the bound.
+"""P1 (Yang et al. 2021) Thm 4 / Thm 5 tightness: the searched worst-case neighbour against the bound.
 
-Check ``p1_tightness`` (kind ``p1_tightness``; study ``p1_thm4_tightness``)
-    Per cell: (1) ``check_bound`` of the searched worst case (fresh mean CI) against P1.Thm4.uas;
-    tightness = best lower estimate / bound (the largest fresh lower CI end of all neighbours over
-    the bound, at T and over t) is reported in ``measured``.  (2) ``check_rate`` of the searched
-    worst case's growth in t against the sqrt(t) term (exponent 0.5, kind "upper").  One figure:
-    bound, flip, farthest and the searched worst case against t.
+Check ``p1_tightness`` (kind ``p1_tightness``; studies ``p1_thm4_tightness`` (non-smooth hinge,
+P1.Thm4.uas) and ``p1_thm5_tightness`` (smooth logistic, P1.Thm5.uas); the key comes from
+``[bounds] keys``)
+    Per cell: (1) ``check_bound`` of the searched worst case (fresh mean CI) against the bound;
+    the verdict row carries best lower estimate / bound (``lower_tightness_max``), and the largest
+    fresh lower CI end of all neighbours over the bound, at T and over t, is reported in
+    ``measured``.  (2) ``check_rate`` of the searched worst case's growth in t against the bound's
+    leading term in t (Thm 4: sqrt(t), exponent 0.5; Thm 5: t, exponent 1; kind "upper").  One
+    figure: bound, flip, farthest and the searched worst case against t.
 """
 
 from __future__ import annotations
@@ -19,8 +22,18 @@ from ..verdicts import check_bound, check_rate
 from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
 
 
-def _figure(t, curves, bound, verdicts, title):
-    """The searched worst case, flip and farthest against t with the Thm 4 bound and a sqrt(t) guide."""
+#: key -> (the paper's name, the exponent in t of the term the rate is compared with, that term,
+#: the bound's formula, a note on the fit)
+THEOREMS = {
+    "P1.Thm4.uas": ("Thm 4", 0.5, "sqrt(t)", "2 sqrt(e) G eta (sqrt(5t) + 2t/n)",
+                    "exponent 0.5 = the sqrt(5t) term; the 2t/n term grows like t^1 and dominates for t > 5 n^2 / 4"),
+    "P1.Thm5.uas": ("Thm 5", 1.0, "t", "4 G eta t / n",
+                    "exponent 1: the bound 4 G eta t / n is linear in t"),
+}
+
+
+def _figure(t, curves, bound, verdicts, title, thm):
+    """The searched worst case, flip and farthest against t with the bound and a t^exponent guide."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -38,9 +51,9 @@ def _figure(t, curves, bound, verdicts, title):
         band = lo > 0
         ax.fill_between(t, np.where(band, lo, np.nan), np.where(band, hi, np.nan), color=col, alpha=0.2, linewidth=0)
     ax.plot(t, bound, "-", color="k", linewidth=1.8,
-            label="P1 Thm 4 bound 2 sqrt(e) G eta (sqrt(5t) + 2t/n)" + (f" — {verdicts[0].summary()}" if verdicts else ""))
-    ref = bound[-1] * np.sqrt(t / t[-1]) * (float(curves["searched"]["estimate"][-1]) / bound[-1])
-    ax.plot(t, ref, ":", color="grey", label="sqrt(t) through the searched value at T"
+            label=f"P1 {thm[0]} bound {thm[3]}" + (f" — {verdicts[0].summary()}" if verdicts else ""))
+    ref = bound[-1] * (t / t[-1]) ** thm[1] * (float(curves["searched"]["estimate"][-1]) / bound[-1])
+    ax.plot(t, ref, ":", color="grey", label=f"{thm[2]} through the searched value at T"
             + (f" — rate: {verdicts[1].summary()}" if len(verdicts) > 1 else ""))
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -57,13 +70,17 @@ def _figure(t, curves, bound, verdicts, title):
     return fig
 
 
-@register_check("p1_tightness", description="P1 Thm 4: searched worst-case UAS vs the bound and vs sqrt(t)")
+@register_check("p1_tightness", description="P1 Thm 4/5: searched worst-case UAS vs the bound and vs its growth in t")
 def check_tightness(spec, ds) -> CheckResult:
-    """P1 Thm 4 tightness: the searched worst case against the bound and its growth against sqrt(t)."""
+    """P1 Thm 4/5 tightness: the searched worst case against the bound and its growth in t."""
     from ..theory import get
 
     res = CheckResult()
-    key = "P1.Thm4.uas"
+    keys = [k for k in spec.bounds.get("keys", []) if k in THEOREMS]
+    if len(keys) != 1:
+        raise ValueError(f"[bounds] keys must name exactly one of {', '.join(THEOREMS)}")
+    key = keys[0]
+    thm = THEOREMS[key]
     for label, params, sub in sweep_slices(spec, ds, consumed=("neighbour",)):
         c = cell_constants(params)
         eta, n = constant_eta(params), params["data"]["n"]
@@ -83,15 +100,15 @@ def check_tightness(spec, ds) -> CheckResult:
         use = (vals > 0).mean(axis=0) >= 0.1
         vr = None
         if use.sum() >= 3:
-            vr = check_rate(t[use], vals[:, use], 0.5, "upper", key=key, quantity="uas_mean",
+            vr = check_rate(t[use], vals[:, use], thm[1], "upper", key=key, quantity="uas_mean",
                             bound_values=bound[use], seed=spec.seed,
                             notes=[f"fit over t in [{t[use][0]:g}, {t[use][-1]:g}] ({int(use.sum())} checkpoints "
                                    "where >= 10 % of replicates have diverged)",
-                                   "exponent 0.5 = the sqrt(5t) term; the 2t/n term grows like t^1 "
-                                   "and dominates for t > 5 n^2 / 4"])
+                                   thm[4]])
         fig = _figure(t, curves, bound, [vb] + ([vr] if vr else []),
-                      "P1 Thm 4 tightness: searched worst case vs hand-picked neighbours\n" + cell_setting(params))
-        figname = res.figure(figure_name("P1.Thm4.tightness", label), fig)
+                      f"P1 {thm[0]} tightness: searched worst case vs hand-picked neighbours\n" + cell_setting(params),
+                      thm)
+        figname = res.figure(figure_name(key.replace(".uas", ".tightness"), label), fig)
         lbl = label or None
         expl = None
         if not vb.ok:
@@ -100,14 +117,15 @@ def check_tightness(spec, ds) -> CheckResult:
         res.add(vb, figure=figname, label=lbl, explanation=expl)
         if vr is not None:
             if vr.verdict == "faster than claimed":
-                e = (f"the worst case found grows like t^{vr.slope:.2g} < t^0.5: the sqrt(t) term is not attained by "
+                e = (f"the worst case found grows like t^{vr.slope:.2g} < t^{thm[1]:g}: the {thm[2]} term is not attained by "
                      "this search on this range (the searched neighbour is a lower estimate of the sup, so this "
                      "does not prove the term loose)")
             elif vr.verdict == "matches":
-                e = "the worst case found grows like sqrt(t): the sqrt(t) term of the bound is attained in rate"
+                e = f"the worst case found grows like {thm[2]}: the {thm[2]} term of the bound is attained in rate"
             elif vr.verdict == "inconsistent":
-                e = (f"the worst case found grows like t^{vr.slope:.2g}, faster than sqrt(t): the 2t/n term (or the "
-                     "start-up of the divergence) dominates on this range")
+                e = (f"the worst case found grows like t^{vr.slope:.2g}, faster than {thm[2]}: "
+                     + ("the 2t/n term (or the " if thm[1] < 1 else "the (")
+                     + "start-up of the divergence) dominates on this range")
             else:
                 e = "the slope fit is inconclusive: " + "; ".join(vr.notes)
             res.add(vr, figure=figname, label=lbl, explanation=e)
@@ -122,6 +140,11 @@ def check_tightness(spec, ds) -> CheckResult:
         res.measured[f"bound at T={T:g}" + sfx] = float(bound[-1])
         res.measured["search in-sample at T" + sfx] = float(sub.attrs.get("search_in_sample", np.nan))
         res.measured["G" + sfx] = c["G"]
+        if np.isfinite(c["radius"]) and bool((bound > 2 * c["radius"]).any()):
+            t_cross = float(t[np.argmax(bound > 2 * c["radius"])])
+            res.notes.append(f"{label or 'cell'}: ||A_t(S) - A_t(S')|| never exceeds the diameter 2R = "
+                             f"{2 * c['radius']:g} of W, which the bound passes at t = {t_cross:g}: beyond it the "
+                             "bound cannot be attained and the growth in t is capped by the projection")
         if any(float(curves["searched"]["upper"][-1]) < float(curves[nm]["estimate"][-1]) for nm in ("flip", "farthest")):
             res.notes.append(f"{label or 'cell'}: a hand-picked neighbour beats the searched one at T "
                              "(the search missed it; raise [search] max_evals / screen)")

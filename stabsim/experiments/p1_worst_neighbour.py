@@ -1,5 +1,6 @@
-"""P1 (Yang et al. 2021) Thm 4 tightness: the ``p1_tightness`` study kind, the searched worst-case
-neighbour (``stabsim.search``) next to the hand-picked ones (study ``p1_thm4_tightness``).
+"""P1 (Yang et al. 2021) Thm 4 / Thm 5 tightness: the ``p1_tightness`` study kind, the searched worst-case
+neighbour (``stabsim.search``) next to the hand-picked ones (studies ``p1_thm4_tightness``,
+``p1_thm5_tightness``).
 
 Kind ``p1_tightness``
     One shared data set S.  Once per cell (cached in-process; deterministic, so every chunk and
