@@ -242,3 +242,46 @@ def test_label_mapping():
     assert binary_labels([-1, 1, 1])[0].tolist() == [-1, 1, 1]
     with pytest.raises(DataFileError, match="one class only"):
         binary_labels([2, 2])
+
+
+# ---- (f) risk measures on real data: F on the stratified held-out part --------------------------
+
+def test_twin_risk_on_a_csv_uses_the_held_out_split(tmp_path):
+    """kind twin_risk with [data] file + test_fraction: F_S on the training rows, F on the held-out
+    rows (a U-statistic over their pairs), both equal to a direct computation on the arrays that
+    stabsim.datafiles.prepare gives; the generalization overlay (P1 Thm 4) runs on it."""
+    from stabsim.analyses.base import analyse
+    from stabsim.risk import empirical_risk
+
+    X, y01 = make_xy(n=60)
+    write_csv(tmp_path / "data.csv", X, y01)
+    text = STUDY.format(data='file = "data.csv"\ntest_fraction = 0.3').replace(
+        '[study]\n', '[study]\nkind = "twin_risk"\ncheck = "overlay"\n').replace('neighbour = "flip"\n', "")
+    text += ('\n[risk]\nerm = false\n\n[bounds]\nkeys = ["P1.Thm4.gen"]\n\n[check]\nvalue = "F_out - FS_out"\n'
+             'widen = "2 * mean_all(F_out_se)"\nquantity = "gen_gap"\nbounds = ["P1.Thm4.gen"]\n')
+    spec = parse_study(text, path=tmp_path / "mine.toml")
+    res = run_study(spec, tmp_path / "out", progress=False)
+    got = xr.load_dataset(res.data_path, engine="h5netcdf")
+    y = np.where(y01 == 1, 1.0, -1.0)
+    part = prepare(X, y, test_fraction=0.3, seed=3)
+    assert len(part["y_test"]) == 18 and set(np.unique(part["y_test"])) == {-1.0, 1.0}
+    ref = run_twin(part["X"], part["y"], algorithm="p1_alg1", loss="auc_hinge", eta=0.1, T=120,
+                   replicates=np.arange(5), seed=3, checkpoints=log_checkpoints(120, 10), record_outputs=True)
+    W = ref["output"].sel(run="S").values
+    np.testing.assert_allclose(got["FS_out"].values, empirical_risk(W, part["X"], part["y"], "auc_hinge"),
+                               rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got["F_out"].values, empirical_risk(W, part["X_test"], part["y_test"], "auc_hinge"),
+                               rtol=1e-12, atol=1e-14)
+    assert np.all(got["F_out_se"].values[:, -1] > 0)
+    rec = analyse(tmp_path / "out" / "mine")
+    assert not rec.get("error"), rec.get("error")
+    assert [r["key"] for r in rec["rows"]] == ["P1.Thm4.gen"] and rec["rows"][0]["verdict"] != "error"
+
+
+def test_twin_risk_on_real_data_needs_a_held_out_part(tmp_path):
+    X, y01 = make_xy()
+    write_csv(tmp_path / "data.csv", X, y01)
+    text = STUDY.format(data='file = "data.csv"').replace('[study]\n', '[study]\nkind = "twin_risk"\n')
+    with pytest.raises(StudyError, match="test_fraction"):
+        parse_study(text.replace('neighbour = "flip"\n', ""), path=tmp_path / "mine.toml")
+    assert not (tmp_path / "out").exists()

@@ -7,7 +7,9 @@ Kind ``twin_risk``
     ``FS_out`` = F_S(A_t(S)), ``F_out`` = F(A_t(S)) (closed form or a U-statistic over a fresh
     test sample of size ``[risk] m``, with ``F_out_se``), and per data set the certified ERM
     (``FS_wS`` = F_S(w_hat), ``erm_certificate`` >= F_S(w_hat) - min_W F_S, ``wS_dist0_sq`` =
-    ||w_0 - w_hat||^2).  The outputs themselves are not kept.
+    ||w_0 - w_hat||^2).  The outputs themselves are not kept.  On real data (``[data] dataset`` /
+    ``file``), F is the U-statistic over the pairs of the stratified held-out part
+    (``[data] test_fraction``, required), which the algorithm never sees.
 
 Its studies are judged by the overlay check (Thm 4/5 generalization, Thm 6(a), 7(a); see the
 ``[check]`` sections) and by ``p1_lem1`` (``stabsim.analyses.p1_stability``) and ``p1_sc_rate``
@@ -19,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, boolean, integer, number, \
-    register_kind, twin_params
+from ..study import DATA_SOURCE, Param, StudyError, StudySpec, _problem, _source_arrays, _twin_kwargs, \
+    _validate_twin, boolean, integer, number, register_kind, twin_params
 
 
 RISK = {
@@ -44,15 +46,31 @@ def _data(spec, d, pb, replicates):
 
 
 def _validate_twin_risk(spec):
-    """``twin``'s validation plus w_0 = 0 (the stored ||w_0 - w_S||^2 assumes it)."""
+    """``twin``'s validation plus w_0 = 0 (the stored ||w_0 - w_S||^2 assumes it); on real data,
+    F needs a held-out part (``[data] test_fraction``)."""
     _validate_twin(spec)
     for cell in spec.cells():
-        if spec.cell_params(cell)["algorithm"]["w0"] != "zeros":
-            from ..study import StudyError
+        p = spec.cell_params(cell)
+        if p["algorithm"]["w0"] != "zeros":
             raise StudyError("twin_risk: [algorithm] w0 must be 'zeros' (||w_0 - w_S|| assumes w_0 = 0)")
+        if spec.data_source and p["risk"]["population"] and not p["data"]["test_fraction"] > 0:
+            raise StudyError("twin_risk on real data estimates F(A_t(S)) on a held-out part: set [data] "
+                             "test_fraction (e.g. 0.3), or [risk] population = false")
 
 
-@register_kind("twin_risk", params=twin_params(risk=RISK), validate=_validate_twin_risk,
+def _cell_data(spec, d, replicates):
+    """(X, y, data seed, problem, held-out test sample or None): a synthetic problem's data set(s),
+    or the training rows of a real data set with its stratified held-out part."""
+    data_seed = spec.seed if d["seed"] is None else d["seed"]
+    if spec.data_source:
+        X, y, X_test, y_test = _source_arrays(spec, d, data_seed)
+        return X, y, data_seed, None, (X_test, y_test)
+    pb = _problem(d)
+    X, y, data_seed = _data(spec, d, pb, replicates)
+    return X, y, data_seed, pb, None
+
+
+@register_kind("twin_risk", params=twin_params(data=DATA_SOURCE, risk=RISK), validate=_validate_twin_risk,
                description="twin runs + F_S and F of the outputs per replicate/checkpoint + certified ERM")
 def twin_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``twin_risk`` study (see the module docstring)."""
@@ -61,8 +79,7 @@ def twin_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
 
     p = spec.cell_params(cell)
     d, a, rk = p["data"], p["algorithm"], p["risk"]
-    pb = _problem(d)
-    X, y, data_seed = _data(spec, d, pb, replicates)
+    X, y, data_seed, pb, held_out = _cell_data(spec, d, replicates)
     kw = _twin_kwargs(spec, p)
     kw["record_outputs"] = True
     reps = np.asarray(replicates, dtype=np.int64)
@@ -78,7 +95,9 @@ def twin_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
     out["FS_out"] = (("replicate", "t"), FS.reshape(R, nt),
                      {"long_name": "F_S(A_t(S))", "units": "1", "description": "empirical risk of the output"})
     if rk["population"]:
-        est = population_risk(W, pb, loss, m=rk["m"], seed=spec.seed, replicate=0, q=q)
+        # on real data F is the U-statistic over the held-out pairs (independent of the training rows)
+        est = population_risk(W, held_out if held_out is not None else pb, loss, m=rk["m"], seed=spec.seed,
+                              replicate=0, q=q)
         out["F_out"] = (("replicate", "t"), np.asarray(est.value).reshape(R, nt),
                         {"long_name": "F(A_t(S))", "units": "1", "description": f"{est.method}: {est.note}"})
         out["F_out_se"] = (("replicate", "t"), np.asarray(est.se).reshape(R, nt),
@@ -97,6 +116,8 @@ def twin_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
                                    "description": res[0].certificate_method})
         out["wS_dist0_sq"] = ("replicate", np.array([float(np.sum((r.w - w0) ** 2)) for r in res]),
                               {"long_name": "||w_0 - w_S||^2", "units": "1"})
-    out.attrs.update(problem=pb.name, data_seed=data_seed,
+    src = spec.data_source or {}
+    out.attrs.update(problem=pb.name if pb is not None else f"{src.get('kind')}: {src.get('path') or src.get('name')}",
+                     data_seed=data_seed,
                      data_sets="per-replicate" if d["per_replicate"] else "shared")
     return out
