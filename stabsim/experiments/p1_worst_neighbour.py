@@ -8,8 +8,9 @@ Kind ``p1_tightness``
     final T over k in ``[search] k``, y' in {-1, +1} and x' in the ball of radius kappa (the
     problem's sup ||x||, so G -- and with it the bound -- stays valid for S'), with common random
     numbers on the search replicate ids 0 .. ``[search] replicates``-1.  Every chunk then runs the
-    found neighbour and the hand-picked "flip" and "farthest" (k random per replicate, as in
-    p1_thm4_uas) over all checkpoints on *fresh* replicate ids ``fresh_start + r`` (r = the
+    found neighbour, the hand-picked "flip" and "farthest" (k random per replicate, as in
+    p1_thm4_uas) and "fresh" (k random, the replacement a fresh draw from the population: the
+    on-average notion of P4 Def. 6 on this S) over all checkpoints on *fresh* replicate ids ``fresh_start + r`` (r = the
     study's replicate ids), disjoint from the search ids: the winner's curse does not bias them.
     Output: ``dist_output`` (neighbour, replicate, t) with neighbour = searched / flip / farthest
     (``stabsim.setups.p1.NEIGHBOURS``).

@@ -8,7 +8,9 @@
 * The PL constant mu of a data set's F_S (assumption (A4) of Thm 3 / Thm 9), ``pl_constant``.
 * Table 1 / Figure 1 (Sec. 6): the five methods and the data sets with the paper's names for
   them (``METHOD_NAMES``, ``METHOD_LABELS``, ``DATASETS``, ``PAPER_NAME``).
-* Thm 4 tightness: the neighbours compared with the searched worst case (``NEIGHBOURS``).
+* Thm 4/5 tightness: the neighbours compared with the searched worst case (``NEIGHBOURS``): the
+  hand-picked flip / farthest (typical-neighbour UAS, k random) and fresh (on-average stability:
+  k random, the replacement an i.i.d. draw from the population).
 
 The loss constants G, L, kappa, R of a cell are ``stabsim.setups.constants.cell_constants``.
 """
@@ -32,7 +34,9 @@ PAPER_NAME = {"diabetes": "diabetes", "german": "german", "satimage": "ijcnn1", 
 
 # ---- Thm 4 tightness: the neighbours of kind p1_tightness ---------------------------------------
 
-NEIGHBOURS = ("searched", "flip", "farthest")
+NEIGHBOURS = ("searched", "flip", "farthest", "fresh")
+#: the neighbours that stand for a notion other than the uniform one's sup: not "beaten" by the search
+ON_AVERAGE = ("fresh",)
 
 
 # ---- Theorems 1-3, 10: data sets, reference minimiser, population risk ---------------------------
