@@ -47,7 +47,7 @@ import tomllib
 from pathlib import Path
 
 from ._signals import exit_status, sigterm_as_interrupt
-from .study import (Executor, StudyError, default_studies_dir, load_study, run_studies, run_study,
+from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
                     study_index, _hint)
 
 

@@ -225,7 +225,7 @@ def not_private_reason(mech, eps_bought):
     e, d = mech.eps_target, mech.delta
     if mech.calibration == "classical":
         dd = mech.delta_gaussian
-        const = "1.25/delta" if mech.delta_fail == 0 else f"1.25/(delta/2)"
+        const = "1.25/delta" if mech.delta_fail == 0 else "1.25/(delta/2)"
         why = (f"classical Gaussian formula sigma = Delta sqrt(2 ln({const}))/eps used at eps = {e:g}"
                + (" >> 1" if e > 1 else "") + ", outside its proven range eps < 1 (Dwork-Roth Thm A.1); "
                f"exact eps (Gaussian part at delta = {dd:.3g}"

@@ -8,7 +8,6 @@ how they cover replicates 0..R-1 of every cell in any chunking and which chunks 
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 from pathlib import Path
 from typing import Any

@@ -76,7 +76,7 @@ def p3_plan(n, *, variant, alpha, lossf, cons, kappa, G=None, L=None, T1=None):
     except InfeasiblePrivacyParameters as e:
         root = math.sqrt(n - 1) - 4.0
         need = (f"alpha >= 4L/(sqrt(n-1) - 4) = {4.0 * L / root:.4g}" if root > 0 else
-                f"n >= 18 (T_1 >= 16 always, since L~ = L + alpha)")
+                "n >= 18 (T_1 >= 16 always, since L~ = L + alpha)")
         raise InfeasiblePrivacyParameters(
             f"{e} [stabsim.privacy.algorithms.p3_{variant.lower()}: here L~ = L + alpha "
             f"(L={L:.4g}), so T_1 < n={n} needs {need}.  To run anyway pass "
