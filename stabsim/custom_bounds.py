@@ -84,7 +84,7 @@ class Formula:
         if missing:
             raise ExprError(f"formula {self.text!r} needs {', '.join(missing)} (not given)")
         with np.errstate(all="ignore"):
-            out = self._f({k: (np.asarray(v, dtype=float) if not np.isscalar(v) else float(v))
+            out = self._f({k: (np.asarray(v, dtype=float) if not np.isscalar(v) else np.float64(v))
                            for k, v in values.items() if k in self.names})
         return np.asarray(out, dtype=float) if not np.isscalar(out) else float(out)
 
@@ -94,7 +94,7 @@ class Formula:
         if missing:
             raise ExprError(f"formula {self.text!r} needs {', '.join(missing)} (not given)")
         with np.errstate(all="ignore"):
-            return self._f({k: env[k] for k in self.names})
+            return self._f({k: (np.float64(env[k]) if isinstance(env[k], float) else env[k]) for k in self.names})
 
 
 def compile_expr(text: str, allowed=SYMBOLS, functions: dict | None = None, arity: dict | None = None) -> Formula:
@@ -119,7 +119,7 @@ def compile_expr(text: str, allowed=SYMBOLS, functions: dict | None = None, arit
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
                 raise ExprError(f"formula {text!r}: only numbers are allowed as constants, got "
                                 f"{node.value!r}{where}")
-            v = float(node.value)
+            v = np.float64(node.value)  # numpy scalars: 1/0 is inf (then refused), not a ZeroDivisionError
             return lambda env: v
         if isinstance(node, ast.Name):
             nm = node.id

@@ -173,7 +173,7 @@ def _count_text(counts: dict) -> str:
 def theorem_summary(rows: list[dict]) -> list[dict]:
     """Per registry key of a theorem bound: rows, how many hold / are vacuous / are violated or
     inconclusive, the best (largest) tightness reached among holding rows, with where, and the
-    best certified one: the largest (CI lower end)/bound among holding rows."""
+    largest (pointwise 95 % CI lower end)/bound among holding rows."""
     by: dict = {}
     for r in rows:
         if r["check_kind"] != "bound" or r["verdict"] == STAND_IN:
@@ -340,13 +340,13 @@ def _theorem_section(rows: list[dict]) -> list[str]:
     summary = theorem_summary(rows)
     return ["## Theorem bounds: best tightness reached", "",
             "Per registered bound: rows, how they came out, the largest measured/bound among the rows that "
-            "hold (1 = attained; below 0.01 the bound is vacuous there), and the largest (CI lower end)/bound "
-            "among them: how close the bound is certified to come at 95 % (for a searched worst-case "
-            "neighbour, the best lower estimate of the supremum over the bound).", "",
+            "hold (1 = attained; below 0.01 the bound is vacuous there) with where, and the largest (CI lower "
+            "end)/bound among them, each lower end a pointwise 95 % one (for a searched worst-case "
+            "neighbour: the best lower estimate of the supremum over the bound).", "",
             md_table(summary, [("key", "key"), ("paper", "paper"), ("reference", "reference"), ("rows", "rows"),
                                ("holds", "holds"), ("vacuous", "vacuous"), ("violated", "violated"),
                                ("inconclusive", "inconclusive"), ("best tightness", "best_tightness"),
-                               ("best lower / bound", "best_lower_tightness"), ("where", "where")]), ""]
+                               ("where", "where"), ("best lower / bound", "best_lower_tightness")]), ""]
 
 
 def _verdicts_section(rows: list[dict], errata_base: str) -> list[str]:

@@ -46,9 +46,10 @@ class Verdict:
                  the nominal polynomial exponent; ``log_factors`` names the log factors beside it).
     local_slope, local_lower, local_upper  the slope over the last decade of the sweep.
     tightness_min, tightness_max  range of measure/bound over the coordinates (NaN if unknown).
-    lower_tightness_max  max over the coordinates of (CI lower end)/bound: how close the bound is
-                 certified to come (at the CI's level); for a lower estimate of a supremum (a
-                 searched worst-case neighbour) it is "best lower estimate / bound".
+    lower_tightness_max  max over the coordinates of (CI lower end)/bound, each lower end at the
+                 CI's pointwise level (not simultaneous over the coordinates): how close the data
+                 put the quantity to the bound; for a lower estimate of a supremum (a searched
+                 worst-case neighbour) it is "best lower estimate / bound".
     vacuous      True when the bound is vacuous (module rules); None when not assessed.
     notes        short remarks (violations, caveats).
     details      per-coordinate Dataset (bound, margin, tightness, status) or the slope fit.

@@ -91,3 +91,11 @@ def test_tightness_study_kind_and_check(tmp_path, study, key):
     assert [r["key"] for r in rows][:1] == [key] and rows[0]["verdict"] != "error"
     # the verdict row carries best lower estimate / bound, at most the estimate's tightness
     assert rows[0]["lower_tightness_max"] <= rows[0]["tightness_max"] + 1e-12
+    # the on-average neighbour (k random, i.i.d. replacement) runs beside the others on the same ids
+    import xarray as xr
+
+    ds = xr.load_dataset(tmp_path / spec.id / "data.nc", engine="h5netcdf")
+    assert list(ds["neighbour"].values) == ["searched", "flip", "farthest", "fresh"]
+    on_avg = [k for k in rec["measured"] if k.startswith("on-average stability")]
+    assert len(on_avg) == 1 and rec["measured"][on_avg[0]] == pytest.approx(
+        float((ds["dist_output"].sel(neighbour="fresh").isel(t=-1) ** 2).mean()))

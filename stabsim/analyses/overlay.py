@@ -1,4 +1,5 @@
-"""The generic check ``overlay``: any measure of ``stabsim.measures`` against any list of bounds.
+"""The generic check ``overlay``: any measure (a function of ``stabsim.measures``, or a statistic of
+a formula over the data, ``stabsim.analyses.overlay_measure``) against any list of bounds.
 
 Configured in the study's ``[check]`` section (validated at parse time, ``stabsim.study``)::
 
@@ -71,7 +72,7 @@ def _values(spec, params, c, ds) -> dict:
     eta = a.get("eta")
     if isinstance(eta, (int, float)) and not isinstance(eta, bool):
         vals["eta"] = float(eta)
-    vals.update({k: c[k] for k in ("G", "L", "kappa", "D", "margin_range") if k in c})
+    vals.update({k: c[k] for k in ("G", "L", "kappa", "D", "radius", "margin_range") if k in c})
     for k in ("gamma", "delta", "eps"):
         v = spec.check.get(k) if k == "gamma" and spec.check.get("gamma") is not None else spec.bounds.get(k)
         if v is not None:
@@ -115,7 +116,11 @@ def _bound_values(b, vals: dict, shape) -> np.ndarray:
             raise
         out = np.array([float(_call_bound(b, {**vals, **{k: vals[k][i] for k in along}}))
                         for i in range(shape[0])])
-    return np.array(np.broadcast_to(out, shape))
+    out = np.array(np.broadcast_to(out, shape))
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"bound {b.key} is not finite at some coordinate ({out.tolist()[:5]}...): a bound that "
+                         "is infinite (e.g. a loss bound on an unconstrained W) cannot be checked; constrain W")
+    return out
 
 
 def _measure(spec, cfg, sub, cands_axes, env):
@@ -153,7 +158,7 @@ def _measure(spec, cfg, sub, cands_axes, env):
     return fn(arg, **kw)
 
 
-@register_check("overlay", description="generic: a measure ([check] measure) against a list of bounds "
+@register_check("overlay", description="generic: a measure ([check] measure, or value + statistic) against a list of bounds "
                                        "([check] bounds, registry keys or custom.*), one figure per case")
 def check_overlay(spec, ds) -> CheckResult:
     from ..theory import get
@@ -179,12 +184,15 @@ def check_overlay(spec, ds) -> CheckResult:
     for label, params, sub in sweep_slices(spec, ds, consumed=consumed):
         c = _loss_constants(params, spec)
         vals = _values(spec, params, c, ds)
-        vals.update(check_constants(cfg, sub, vals))
+        vals.update(check_constants(cfg, sub, vals, x))
         for variant in cfg.get("variants") or [{}]:
             case = ", ".join(s for s in (variant.get("label"), label) if s)
-            _overlay_case(res, spec, {**cfg, **variant}, sub, params, c, dict(vals), bounds_reg, case)
-        if "G" in c:
-            res.measured[f"G{' (' + label + ')' if label else ''}"] = c["G"]
+            _overlay_case(res, spec, _with_variant(cfg, variant), sub, params, c, dict(vals), bounds_reg, case)
+        if "G" in vals:
+            res.measured[f"G{' (' + label + ')' if label else ''}"] = float(np.max(vals["G"]))
+    for b in bounds_reg:
+        if getattr(b, "assumptions", ()):
+            res.notes.append(f"{b.key} assumes: {'; '.join(b.assumptions)} (not checked by the overlay)")
     if cands:
         res.notes.append("the measure is the max over the candidate neighbours run (a lower estimate of the sup over "
                          "neighbouring pairs), so 'holds' certifies the bound only for those pairs.")
@@ -193,13 +201,61 @@ def check_overlay(spec, ds) -> CheckResult:
     return res
 
 
+def _with_variant(cfg: dict, variant: dict) -> dict:
+    """``cfg`` with a variant's keys; a variant's ``measure`` replaces a ``value`` and the reverse."""
+    out = {**cfg, **variant}
+    if "measure" in variant:
+        out["value"] = None
+    if "value" in variant:
+        out["measure"] = None
+    return out
+
+
+def _prepare_measure_config(spec, cfg: dict, bounds_reg) -> tuple[dict, list[str]]:
+    """A formula measure's defaults and checks against the bounds: the quantity defaults to the
+    first bound's; a quantile bound needs statistic = "quantile", whose level defaults to 1 - gamma
+    (or 1 - delta) of ``[check]`` / ``[bounds]``; a level that differs from those is noted."""
+    notes = []
+    if not cfg.get("value"):
+        return cfg, notes
+    cfg = dict(cfg)
+    registered = bounds_reg[0].quantity
+    cfg["quantity"] = cfg.get("quantity") or registered
+    stat = cfg.get("statistic") or "mean"
+    if registered.endswith("quantile") and stat != "quantile":
+        raise ValueError(f"{bounds_reg[0].key} bounds a quantile ({registered}); set [check] statistic = "
+                         f"\"quantile\", not {stat!r}")
+    if stat == "quantile":
+        g = cfg.get("gamma") if cfg.get("gamma") is not None else spec.bounds.get("gamma")
+        d = spec.bounds.get("delta")
+        levels = [1.0 - float(v) for v in (g, d) if v is not None]
+        if cfg.get("quantile") is None and levels:
+            cfg["quantile"] = levels[0]
+        elif levels and not any(abs(cfg["quantile"] - lv) < 1e-12 for lv in levels):
+            notes.append(f"quantile = {cfg['quantile']:g}, but 1 - gamma / 1 - delta = "
+                         f"{', '.join(f'{lv:g}' for lv in levels)}: the bound's level differs")
+    return cfg, notes
+
+
+def _guard_design(spec, cfg: dict, quantity: str, notes: list) -> None:
+    """What the measured quantity needs from the study's design: on-average stability needs one
+    data set per replicate (an error without); a generalization gap without it is noted."""
+    per_rep = spec.sections.get("data", {}).get("per_replicate")
+    if quantity == "onavg_stability" and per_rep is False:
+        raise ValueError("on-average stability needs [data] per_replicate = true (one S per replicate)")
+    if quantity == "gen_gap" and per_rep is False:
+        notes.append("data.per_replicate = false: the expectation over S is not sampled (one data set)")
+
+
 def _overlay_case(res, spec, cfg, sub, params, c, vals, bounds_reg, label) -> None:
     """One case (a cell, or a variant of it): the measure, every bound along x, the verdicts and one figure."""
     from ..plots import plot_bound_overlay
     from ..verdicts import check_bound
 
     x, cands = cfg.get("x") or "t", list(cfg.get("candidates") or [])
+    cfg, notes = _prepare_measure_config(spec, cfg, bounds_reg)
     measure = _measure(spec, cfg, sub, cands, vals)
+    _guard_design(spec, cfg, measure.attrs.get("quantity", ""), notes)
     if x not in measure.coords:
         raise ValueError(f"[check] x = {x!r} is not a coordinate of the measure (dims {list(measure.dims)})")
     extra_dims = [dm for dm in measure["estimate"].dims if dm != x]
@@ -207,8 +263,7 @@ def _overlay_case(res, spec, cfg, sub, params, c, vals, bounds_reg, label) -> No
         raise ValueError(f"the measure still has dims {extra_dims} besides x = {x!r}: add them to [check] by "
                          "or candidates")
     vals[cfg.get("x_symbol") or x] = measure[x].values.astype(float)
-    notes = []
-    if "G" in c:
+    if "G" in c and "G" not in (cfg.get("constants") or {}):  # a G given in constants is noted below
         notes.append(f"G = {c['G']:.4g} ({c['loss']}, kappa = sup||x|| = {c['kappa']:.4g})")
     if cands:
         notes.append(f"neighbours: {measure.attrs.get('candidates', measure.attrs.get(cands[0]))}")

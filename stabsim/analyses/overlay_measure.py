@@ -6,21 +6,23 @@ Instead of a named measure of ``stabsim.measures``, a study may describe its mea
     [check]
     value = "F_out - FS_out"          # per replicate: a formula over the data's variables
     statistic = "mean"                # mean (Student t CI) | quantile (order statistics) | max
-    quantile = 0.9                    # the level p of statistic = "quantile"
+    quantile = 0.9                    # the level p of statistic = "quantile" (default 1 - gamma or
+                                      # 1 - delta of [check] / [bounds])
     widen = "2 * mean_all(F_out_se)"  # widen the CI (both ends) by this: an estimation error shared
                                       # by all replicates (e.g. a test-sample SE)
-    shift = "max_all(erm_certificate)"  # add this to the estimate and both CI ends (e.g. an ERM
-                                      # certificate: the bound is on F_S(w) - min F_S)
-    quantity = "gen_gap"              # the row's quantity name
+    shift = "max_all(erm_certificate)"  # the quantity lies in [measured, measured + shift] (e.g. an
+                                      # ERM certificate: the bound is on F_S(w) - min F_S): added to
+                                      # the estimate and the CI upper end
+    quantity = "gen_gap"              # default: the first bound's registered quantity
     constants = {dist_sq = "max_all(wS_dist0_sq)", B = "1 + margin_range"}
 
 Formulas go through the restricted evaluator of ``stabsim.custom_bounds`` (never ``eval``):
 numbers, names, ``+ - * / **``, the elementwise functions of ``custom_bounds.FUNCTIONS`` and the
 reductions below.  In ``value`` a name is a data variable or coordinate of the cell (an xarray
-DataArray, so the arithmetic keeps its dims); in ``widen``, ``shift`` and ``constants`` it may
-also be a numeric attribute of the data set or a cell constant (``n``, ``eta``, ``G``, ``L``,
-``kappa``, ``radius``, ``margin_range``, ...).  A constant may be a number, a scalar formula or a
-formula that varies along x.
+DataArray, so the arithmetic keeps its dims), a numeric attribute of the data set, a cell value
+(``n``, ``eta``, ``T``, ``G``, ``L``, ``kappa``, ``radius``, ``D``, ``margin_range``, ...) or a
+constant; a constant shadows a cell value, which shadows a data variable of the same name.  A
+constant may be a number, a scalar formula or a formula that varies along x.
 
 ``mean_lower(v)`` / ``mean_upper(v)`` give the ends of the 95 % CI of the replicate mean of v
 at each coordinate (e.g. a data-dependent bound evaluated conservatively at the lower end).
@@ -125,7 +127,7 @@ def _maximum(values: xr.DataArray) -> xr.Dataset:
 def statistic_measure(cfg: dict, sub: xr.Dataset, env: dict, x: str) -> xr.Dataset:
     """The measure of ``cfg`` (``value``, ``statistic``, ``quantile``, ``widen``, ``shift``,
     ``quantity``) on one cell; ``env`` holds the cell's constants besides its data."""
-    values = evaluate(cfg["value"], {**env, **data_env(sub)}, "value")
+    values = evaluate(cfg["value"], {**data_env(sub), **env}, "value")
     if not isinstance(values, xr.DataArray) or REPLICATE not in values.dims:
         raise ValueError(f"[check] value = {cfg['value']!r} has no replicate axis: name at least one "
                          f"per-replicate variable ({', '.join(v for v in sub.data_vars if REPLICATE in sub[v].dims)})")
@@ -134,20 +136,26 @@ def statistic_measure(cfg: dict, sub: xr.Dataset, env: dict, x: str) -> xr.Datas
         m = mean_ci(values)
     elif stat == "quantile":
         if cfg.get("quantile") is None:
-            raise ValueError("[check] statistic = \"quantile\" needs quantile = p (a level in (0, 1))")
+            raise ValueError("[check] statistic = \"quantile\" needs a level: quantile = p, or gamma / delta "
+                             "([check] or [bounds]) for p = 1 - gamma")
         m = _quantile(values, x, float(cfg["quantile"]))
     elif stat == "max":
         m = _maximum(values)
     else:
         raise ValueError(f"[check] statistic = {stat!r}: allowed {', '.join(STATISTICS)}")
-    full_env = {**env, **data_env(sub)}
+    full_env = {**data_env(sub), **env}
     if cfg.get("widen"):
         w = _along(evaluate(cfg["widen"], full_env, "widen"), x)
         m["upper"] = m["upper"] + w
         m["lower"] = m["lower"] - w
     if cfg.get("shift"):
+        # the quantity lies in [measured, measured + shift] (e.g. F_S(w) - F_S(w_hat) with w_hat an
+        # ERM certified to within the shift): the estimate and the upper end move, the lower end stays
         s = _along(evaluate(cfg["shift"], full_env, "shift"), x)
-        for v in ("estimate", "lower", "upper"):
+        if np.any(np.asarray(s) < 0):
+            raise ValueError(f"[check] shift = {cfg['shift']!r} is negative somewhere; it is an amount the "
+                             "quantity may exceed the measured one by (>= 0)")
+        for v in ("estimate", "upper"):
             m[v] = m[v] + s
     m.attrs.update(quantity=cfg.get("quantity") or "value",
                    note=f"{stat} over replicates of {cfg['value']}"
@@ -166,14 +174,23 @@ def _along(v, x: str):
     return v if np.isscalar(v) else xr.DataArray(np.asarray(v, dtype=float), dims=(x,))
 
 
-def check_constants(cfg: dict, sub: xr.Dataset, env: dict) -> dict:
-    """``[check] constants``: numbers as given, formulas evaluated on the cell (data, attrs,
-    constants; later entries may use earlier ones)."""
+def check_constants(cfg: dict, sub: xr.Dataset, env: dict, x: str) -> dict:
+    """``[check] constants``: numbers as given, formulas evaluated on the cell.  A name resolves to
+    an earlier constant first, then a cell value (``n``, ``eta``, ``G``, ...; numeric attributes),
+    then a data variable.  A formula must give a number or vary along ``x`` only: a per-replicate
+    result is refused (reduce it, e.g. ``max_all(...)``) rather than paired with x by position."""
     out = {}
     for name, v in (cfg.get("constants") or {}).items():
-        if isinstance(v, str):
-            r = evaluate(v, {**env, **out, **data_env(sub)}, f"constants.{name}")
-            out[name] = r.values.astype(float) if isinstance(r, xr.DataArray) else r
-        else:
+        if not isinstance(v, str):
             out[name] = float(v)
+            continue
+        r = evaluate(v, {**data_env(sub), **env, **out}, f"constants.{name}")
+        if isinstance(r, xr.DataArray):
+            extra = [d for d in r.dims if d != x]
+            if extra:
+                raise ValueError(f"[check] constants.{name} = {v!r} varies along {extra} (allowed: a number, or "
+                                 f"varying along x = {x!r} only); reduce it, e.g. max_all(...) or mean_lower(...)")
+            r = r.transpose(*r.dims).values.astype(float)
+        r = np.asarray(r, dtype=float)
+        out[name] = float(r) if r.ndim == 0 else r
     return out

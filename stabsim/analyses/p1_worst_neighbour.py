@@ -4,9 +4,9 @@ Check ``p1_tightness`` (kind ``p1_tightness``; studies ``p1_thm4_tightness`` (no
 P1.Thm4.uas) and ``p1_thm5_tightness`` (smooth logistic, P1.Thm5.uas); the key comes from
 ``[bounds] keys``)
     Per cell: (1) ``check_bound`` of the searched worst case (fresh mean CI) against the bound;
-    the verdict row carries best lower estimate / bound (``lower_tightness_max``), and the largest
-    fresh lower CI end of all neighbours over the bound, at T and over t, is reported in
-    ``measured``.  (2) ``check_rate`` of the searched worst case's growth in t against the bound's
+    the verdict row carries the searched neighbour's (CI lower end)/bound (``lower_tightness_max``),
+    and the largest fresh lower CI end of all neighbours over the bound, at T and over t, is
+    reported in ``measured``.  (2) ``check_rate`` of the searched worst case's growth in t against the bound's
     leading term in t (Thm 4: sqrt(t), exponent 0.5; Thm 5: t, exponent 1; kind "upper").  One
     figure: bound, flip, farthest and the searched worst case against t.
 """

@@ -12,7 +12,7 @@ Kind ``p1_tightness``
     p1_thm4_uas) and "fresh" (k random, the replacement a fresh draw from the population: the
     on-average notion of P4 Def. 6 on this S) over all checkpoints on *fresh* replicate ids ``fresh_start + r`` (r = the
     study's replicate ids), disjoint from the search ids: the winner's curse does not bias them.
-    Output: ``dist_output`` (neighbour, replicate, t) with neighbour = searched / flip / farthest
+    Output: ``dist_output`` (neighbour, replicate, t) with neighbour = searched / flip / farthest / fresh
     (``stabsim.setups.p1.NEIGHBOURS``).
 
 Its check is ``p1_tightness`` (``stabsim.analyses.p1_worst_neighbour``).
@@ -93,7 +93,7 @@ def search_cell(spec, p):
 
 
 @register_kind("p1_tightness", params=twin_params(search=SEARCH), validate=_validate,
-               description="searched worst-case neighbour (at T) + flip/farthest, evaluated on fresh replicates")
+               description="searched worst-case neighbour (at T) + flip/farthest/fresh, evaluated on fresh replicates")
 def tightness_cell(spec, cell, replicates) -> xr.Dataset:
     """One cell of a ``p1_tightness`` study (see the module docstring)."""
     from ..twin import run_twin

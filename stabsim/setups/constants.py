@@ -20,23 +20,25 @@ def cell_constants(params) -> dict:
 
     a = params["algorithm"]
     pb = _problem(params["data"])
-    loss = get_loss(a["loss"], a["q"])
-    R = get_constraint(a["constraint"]).radius
+    loss = get_loss(a["loss"], a.get("q"))  # kinds without [algorithm] q / constraint: the defaults
+    R = get_constraint(a.get("constraint", "none")).radius
     return {"G": loss.G(pb.kappa, R), "L": loss.L(pb.kappa, R), "kappa": pb.kappa, "radius": R,
             "margin_range": loss._margin_range(pb.kappa, R), "loss": loss.name}
 
 
 def source_constants(spec, params) -> dict:
     """As ``cell_constants`` for a study on a user's data (``[data] dataset`` / ``file``):
-    kappa is the largest row norm of the cell's training rows."""
+    kappa is the largest row norm of the cell's rows, training and held-out (a bound in G must
+    hold on every point the study evaluates a loss at)."""
     from ..constraints import get_constraint
     from ..losses import get_loss
     from ..study import _source_arrays
 
     a, d = params["algorithm"], params["data"]
-    X = _source_arrays(spec, d, spec.seed if d.get("seed") is None else d["seed"])[0]
-    kappa = float(np.max(np.linalg.norm(X, axis=-1)))
-    loss = get_loss(a["loss"], a["q"])
-    R = get_constraint(a["constraint"]).radius
+    X, _, X_test, _ = _source_arrays(spec, d, spec.seed if d.get("seed") is None else d["seed"])
+    kappa = float(max(np.max(np.linalg.norm(X, axis=-1)),
+                      np.max(np.linalg.norm(X_test, axis=-1)) if len(X_test) else 0.0))
+    loss = get_loss(a["loss"], a.get("q"))
+    R = get_constraint(a.get("constraint", "none")).radius
     return {"G": loss.G(kappa, R), "L": loss.L(kappa, R), "kappa": kappa, "radius": R,
             "margin_range": loss._margin_range(kappa, R), "loss": loss.name}

@@ -146,7 +146,7 @@ CHECK_PARAMS = {
                      string(), sweepable=False),
     "value": Param("instead of measure: a per-replicate formula over the data's variables", None, _formula,
                    sweepable=False),
-    "statistic": Param("with value: mean | quantile | max over replicates", "mean",
+    "statistic": Param("with value: mean | quantile | max over replicates (default mean)", None,
                        choice(("mean", "quantile", "max")), sweepable=False),
     "quantile": Param("with statistic = quantile: the level p", None, open_unit(" (a quantile level)"),
                       sweepable=False),

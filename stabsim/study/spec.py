@@ -347,32 +347,45 @@ def _parse_sweep(src: str, schema: dict, merged: dict, origin: dict):
 
 
 def _check_measure_config(chk: dict) -> None:
-    """``[check]``: exactly one of measure (a function of stabsim.measures) and value (a formula);
-    the formulas parse and call only allowed functions (their names are resolved on the data)."""
-    from .. import measures as _measures
+    """``[check]`` and each of its ``variants``: exactly one of measure (a function of
+    stabsim.measures) and value (a formula); the keys of a formula measure only with value; the
+    formulas parse and call only allowed functions (their names are resolved on the data)."""
     from ..analyses.overlay_measure import compile_formula
     from ..custom_bounds import ExprError
 
-    m = chk.get("measure")
-    if (m is None) == (chk.get("value") is None):
-        raise StudyError("[check] needs exactly one of measure (a function of stabsim.measures, e.g. \"uas_mean\") "
-                         "and value (a per-replicate formula, e.g. \"F_out - FS_out\")")
-    if m is not None and (not callable(getattr(_measures, m, None)) or m.startswith("_")):
-        names = [n for n in dir(_measures) if not n.startswith("_") and callable(getattr(_measures, n))]
-        raise StudyError(f"[check] measure = {m!r}: not a function of stabsim.measures.{_hint(m, names)}")
-    if m is not None:
-        extra = [k for k in ("widen", "shift", "quantity", "quantile") if chk.get(k) is not None]
-        if extra:
-            raise StudyError(f"[check] {extra[0]} goes with value = ...; a named measure computes its own CI")
-    if chk.get("statistic") == "quantile" and chk.get("quantile") is None and chk.get("value") is not None:
-        raise StudyError("[check] statistic = \"quantile\" needs quantile = p, a level in (0, 1)")
+    for variant in chk.get("variants") or [{}]:
+        cfg = {**chk, **variant}
+        if "measure" in variant:
+            cfg["value"] = None
+        if "value" in variant:
+            cfg["measure"] = None
+        where = f"[check] variant {variant['label']!r}" if variant else "[check]"
+        _check_one_measure(cfg, where)
     formulas = [(k, chk[k]) for k in ("value", "widen", "shift") if chk.get(k) is not None]
+    formulas += [(f"variants.{v['label']}.value", v["value"]) for v in chk.get("variants") or [] if v.get("value")]
     formulas += [(f"constants.{k}", v) for k, v in (chk.get("constants") or {}).items() if isinstance(v, str)]
     for where, text in formulas:
         try:
             compile_formula(text, where)
         except ExprError as e:
             raise StudyError(str(e)) from None
+
+
+def _check_one_measure(cfg: dict, where: str) -> None:
+    from .. import measures as _measures
+
+    m = cfg.get("measure")
+    if (m is None) == (cfg.get("value") is None):
+        raise StudyError(f"{where} needs exactly one of measure (a function of stabsim.measures, e.g. "
+                         "\"uas_mean\") and value (a per-replicate formula, e.g. \"F_out - FS_out\")")
+    if m is not None and (not callable(getattr(_measures, m, None)) or m.startswith("_")):
+        names = [n for n in dir(_measures) if not n.startswith("_") and callable(getattr(_measures, n))]
+        raise StudyError(f"{where} measure = {m!r}: not a function of stabsim.measures.{_hint(m, names)}")
+    if m is not None:
+        extra = [k for k in ("widen", "shift", "quantity", "quantile", "statistic") if cfg.get(k) is not None]
+        if extra:
+            raise StudyError(f"{where} {extra[0]} goes with value = ...; a named measure computes its own "
+                             "statistic and CI")
 
 
 def _finish_custom_and_check(spec) -> None:
@@ -400,6 +413,10 @@ def _finish_custom_and_check(spec) -> None:
     from ..theory import get as get_bound
 
     _check_measure_config(chk)
+    if (chk.get("value") and chk.get("statistic") == "quantile" and chk.get("quantile") is None
+            and chk.get("gamma") is None and spec.bounds.get("gamma") is None and spec.bounds.get("delta") is None):
+        raise StudyError("[check] statistic = \"quantile\" needs its level: quantile = p, or gamma / delta "
+                         "([check] gamma, [bounds] gamma or delta) for p = 1 - gamma")
     if not chk.get("bounds"):
         raise StudyError("[check] bounds: name at least one bound (a registry key or custom.NAME)")
     for k in chk["bounds"]:
