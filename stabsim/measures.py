@@ -186,6 +186,33 @@ def empirical_quantile_index(R: int, p: float) -> int:
     return int(min(max(math.ceil(R * p - 1e-9), 1), R))
 
 
+def order_statistic_bounds(values, p: float, level: float = 0.95):
+    """The empirical p-quantile X_(ceil(R p)) over axis 0 of ``values`` (R, ...) and its
+    distribution-free CI [X_(l), X_(u)] (``order_statistic_ci_indices``; an end beyond the sample
+    is -inf / +inf).  Returns (estimate, lower, upper, coverage) as arrays over the other axes."""
+    v = np.asarray(values, dtype=float)
+    R = v.shape[0]
+    srt = np.sort(v, axis=0)
+    lo_i, hi_i, cov = order_statistic_ci_indices(R, p, level)
+    est = srt[empirical_quantile_index(R, p) - 1]
+    lower = srt[lo_i - 1] if lo_i >= 1 else np.full(est.shape, -np.inf)
+    upper = srt[hi_i - 1] if hi_i <= R else np.full(est.shape, np.inf)
+    return est, lower, upper, cov
+
+
+def quantile_ci(values: xr.DataArray, p: float, level: float = 0.95) -> xr.Dataset:
+    """``order_statistic_bounds`` of a DataArray over its replicate axis: a Dataset with
+    ``estimate``, ``lower``, ``upper`` over the remaining dims (attrs n_replicates, level, p,
+    ci_method)."""
+    dims = [dd for dd in values.dims if dd != REPLICATE]
+    est, lower, upper, cov = order_statistic_bounds(values.transpose(REPLICATE, *dims).values, p, level)
+    coords = {dd: values[dd].values for dd in dims}
+    out = xr.Dataset({"estimate": (dims, est), "lower": (dims, lower), "upper": (dims, upper)}, coords=coords)
+    out.attrs.update(n_replicates=int(values.sizes[REPLICATE]), level=level, p=p,
+                     ci_method=f"distribution-free order statistics (coverage {cov:.3f})")
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Reading a twin Dataset
 # ---------------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ import numpy as np
 import xarray as xr
 
 from ..custom_bounds import FUNCTIONS, ExprError, _ARITY, compile_expr
-from ..measures import REPLICATE, empirical_quantile_index, mean_ci, order_statistic_ci_indices
+from ..measures import REPLICATE, mean_ci, quantile_ci
 
 STATISTICS = ("mean", "quantile", "max")
 
@@ -102,20 +102,6 @@ def data_env(sub: xr.Dataset) -> dict:
     return env
 
 
-def _quantile(values: xr.DataArray, x: str, p: float, level: float = 0.95) -> xr.Dataset:
-    vals = values.transpose(REPLICATE, x).values
-    R = vals.shape[0]
-    srt = np.sort(vals, axis=0)
-    lo_i, hi_i, cov = order_statistic_ci_indices(R, p, level)
-    est = srt[empirical_quantile_index(R, p) - 1]
-    lower = srt[lo_i - 1] if lo_i >= 1 else np.full(est.shape, -np.inf)
-    upper = srt[hi_i - 1] if hi_i <= R else np.full(est.shape, np.inf)
-    out = xr.Dataset({"estimate": (x, est), "lower": (x, lower), "upper": (x, upper)}, coords={x: values[x].values})
-    out.attrs.update(n_replicates=R, level=level, p=p,
-                     ci_method=f"distribution-free order statistics (coverage {cov:.3f})")
-    return out
-
-
 def _maximum(values: xr.DataArray) -> xr.Dataset:
     worst = values.max(REPLICATE)
     out = xr.Dataset({"estimate": worst, "lower": worst, "upper": worst})
@@ -138,7 +124,7 @@ def statistic_measure(cfg: dict, sub: xr.Dataset, env: dict, x: str) -> xr.Datas
         if cfg.get("quantile") is None:
             raise ValueError("[check] statistic = \"quantile\" needs a level: quantile = p, or gamma / delta "
                              "([check] or [bounds]) for p = 1 - gamma")
-        m = _quantile(values, x, float(cfg["quantile"]))
+        m = quantile_ci(values.transpose(REPLICATE, x), float(cfg["quantile"]))
     elif stat == "max":
         m = _maximum(values)
     else:

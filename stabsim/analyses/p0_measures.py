@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..measures import empirical_quantile_index, order_statistic_ci_indices
+from ..measures import order_statistic_bounds
 from .base import sweep_slices
 
 
@@ -22,12 +22,8 @@ def quantile_measure(values, gamma, coord, widen=None, quantity="", level=0.95, 
     """(1-gamma)-quantile over replicates (axis 0 of ``values`` (R, m)) with the distribution-free
     order-statistic CI, optionally widened by ``widen`` (m,) on both ends; coordinates ``coord``."""
     name, xs = coord
-    v = np.sort(np.asarray(values, float), axis=0)
-    Rr = v.shape[0]
-    l, u, cov = order_statistic_ci_indices(Rr, 1 - gamma, level)
-    est = v[empirical_quantile_index(Rr, 1 - gamma) - 1]
-    lower = v[l - 1] if l >= 1 else np.full(est.shape, -np.inf)
-    upper = v[u - 1] if u <= Rr else np.full(est.shape, np.inf)
+    Rr = np.shape(values)[0]
+    est, lower, upper, cov = order_statistic_bounds(values, 1 - gamma, level)
     w = np.zeros_like(est) if widen is None else np.asarray(widen, float)
     m = xr.Dataset({"estimate": (name, est), "lower": (name, lower - w), "upper": (name, upper + w)},
                    coords={name: np.asarray(xs)})

@@ -9,10 +9,7 @@ the P2 checks share (``p2_excess_risk``, ``p2_stability``, ``p2_privacy``); regi
 
 from __future__ import annotations
 
-import numpy as np
-import xarray as xr
-
-from ..measures import REPLICATE, empirical_quantile_index, order_statistic_ci_indices
+from ..measures import quantile_ci
 
 
 def setting(params, extra=""):
@@ -32,15 +29,6 @@ def overlay(res, name, measure, entries, verdicts, setting, x="n", title=None, y
 
 def quantile_measure(values, p, level=0.95):
     """(1 - xi)-quantile over replicates along the remaining dim, distribution-free order-statistic CI."""
-    dims = [dd for dd in values.dims if dd != REPLICATE]
-    v = values.transpose(REPLICATE, *dims).values
-    R = v.shape[0]
-    srt = np.sort(v, axis=0)
-    l, u, cov = order_statistic_ci_indices(R, p, level)
-    est = srt[empirical_quantile_index(R, p) - 1]
-    lower = srt[l - 1] if l >= 1 else np.full(est.shape, -np.inf)
-    upper = srt[u - 1] if u <= R else np.full(est.shape, np.inf)
-    coords = {dd: values[dd].values for dd in dims}
-    m = xr.Dataset({"estimate": (dims, est), "lower": (dims, lower), "upper": (dims, upper)}, coords=coords)
-    m.attrs.update(n_replicates=R, level=level, ci_method=f"distribution-free order statistics (coverage {cov:.3f})")
+    m = quantile_ci(values, p, level)
+    del m.attrs["p"]
     return m
