@@ -251,3 +251,31 @@ def test_prv_accountant_agrees():
     lo, est, up = acc.compute_epsilon(delta=delta, num_self_compositions=[T])
     ours = pld_subsampled_epsilon(z, q, T, delta, pld_interval(est, T))
     assert lo - 2e-3 <= ours <= up + 0.02 * up
+
+
+def test_accounting_memo_on_disk_is_exact_and_keyed_by_source(tmp_path, monkeypatch):
+    """The ledger remembers each mechanism's accounting in a JSON file keyed by the source hash and
+    dp-accounting's version: a second lookup returns the same floats without recomputing, other
+    source reads another file, and STABSIM_NO_LEDGER_CACHE=1 switches it off."""
+    import stabsim.codeid as codeid
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(L.NO_MEMO_ENV, raising=False)
+    mech = L.p4_dpsgd(500, 100, 4.0)  # subsampled: PLD (the costly case)
+    fresh = (L.account(mech), L.sigma_needed(mech))
+    assert L._accounted(mech) == fresh
+    path = L.memo_path()
+    assert path.is_file() and path.is_relative_to(tmp_path)
+
+    def recomputed(*a, **k):
+        raise AssertionError("recomputed although remembered")
+
+    monkeypatch.setattr(L, "account", recomputed)
+    monkeypatch.setattr(L, "sigma_needed", recomputed)
+    assert L._accounted(mech) == fresh  # bit for bit: JSON keeps every float exactly
+    monkeypatch.setattr(codeid, "source_sha256", lambda *a, **k: "f" * 64)
+    assert L.memo_path() != path
+    with pytest.raises(AssertionError, match="recomputed"):
+        L._accounted(mech)  # other source: nothing remembered
+    monkeypatch.setenv(L.NO_MEMO_ENV, "1")
+    assert L.memo_path() is None

@@ -242,10 +242,85 @@ def not_private_reason(mech, eps_bought):
     return f"exact eps {eps_bought:.4g} > target {e:g}"
 
 
+# ----------------------------------------------------------------------------- on-disk memo
+#: Set to "1" to switch the on-disk memo of the accounting off.
+NO_MEMO_ENV = "STABSIM_NO_LEDGER_CACHE"
+
+
+def memo_path() -> Path | None:
+    """Where the accounting of each mechanism is remembered between runs: a JSON file keyed by
+    the package's source hash and dp-accounting's version, beside the numba cache
+    (``stabsim._cache.cache_candidates``).  Other source or another dp-accounting never reads it,
+    so a cached number is always the number this code would compute.  None when switched off."""
+    import os
+
+    if os.environ.get(NO_MEMO_ENV) == "1":
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .._cache import cache_candidates
+    from ..codeid import source_sha256
+
+    try:
+        dpa = version("dp-accounting")
+    except PackageNotFoundError:
+        dpa = "unknown"
+    h = source_sha256()
+    name = f"ledger-{h[:16]}-dp-accounting-{dpa}.json"
+    for d in cache_candidates(h):
+        folder = d.parent.parent / "ledger"  # .../stabsim/ledger beside .../stabsim/numba/<hash>
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            return folder / name
+        except OSError:
+            continue
+    return None
+
+
+def _read_memo(path: Path | None) -> dict:
+    import json
+
+    if path is None or not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # a damaged memo is recomputed and rewritten
+
+
+def _write_memo(path: Path | None, memo: dict) -> None:
+    import json
+    import os
+
+    if path is None:
+        return
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(memo), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # the memo only saves time
+
+
+def _accounted(mech) -> tuple[Accounting, float]:
+    """(``account(mech)``, ``sigma_needed(mech)``), from the on-disk memo when this source has
+    computed them before (the PLD work of a ledger row: seconds each)."""
+    path = memo_path()
+    memo = _read_memo(path)
+    key = repr(mech)
+    if key in memo:
+        acc, need = memo[key]
+        return Accounting(**acc), float(need)
+    acc, need = account(mech), sigma_needed(mech)
+    memo = _read_memo(path)  # another process may have added rows meanwhile
+    memo[key] = [asdict(acc), need]
+    _write_memo(path, memo)
+    return acc, need
+
+
 @lru_cache(maxsize=4096)
 def _row(mech, study=""):
-    acc = account(mech)
-    need = sigma_needed(mech)
+    acc, need = _accounted(mech)
     ok = acc.eps <= mech.eps_target * (1 + _REL)
     reason = (f"exact eps {acc.eps:.4g} <= {mech.eps_target:g}; sigma is {mech.sigma / need:.3g} x the needed"
               if ok else not_private_reason(mech, acc.eps))
