@@ -34,6 +34,7 @@ from scipy.optimize import brentq
 
 from . import _checks as chk
 from . import calibration as cal
+from .memo import NO_MEMO_ENV, memo_path, read_memo, write_memo  # noqa: F401 (re-exported)
 from .exact import (PLD_POINT_BUDGET, compose_mu, gdp_epsilon, gdp_mu, pld_gaussian_epsilon,
                     pld_interval, pld_points, pld_subsampled_epsilon, rdp_subsampled_epsilon)
 
@@ -243,78 +244,19 @@ def not_private_reason(mech, eps_bought):
 
 
 # ----------------------------------------------------------------------------- on-disk memo
-#: Set to "1" to switch the on-disk memo of the accounting off.
-NO_MEMO_ENV = "STABSIM_NO_LEDGER_CACHE"
-
-
-def memo_path() -> Path | None:
-    """Where the accounting of each mechanism is remembered between runs: a JSON file keyed by
-    the package's source hash and dp-accounting's version, beside the numba cache
-    (``stabsim._cache.cache_candidates``).  Other source or another dp-accounting never reads it,
-    so a cached number is always the number this code would compute.  None when switched off."""
-    import os
-
-    if os.environ.get(NO_MEMO_ENV) == "1":
-        return None
-    from importlib.metadata import PackageNotFoundError, version
-
-    from .._cache import cache_candidates
-    from ..codeid import source_sha256
-
-    try:
-        dpa = version("dp-accounting")
-    except PackageNotFoundError:
-        dpa = "unknown"
-    h = source_sha256()
-    name = f"ledger-{h[:16]}-dp-accounting-{dpa}.json"
-    for d in cache_candidates(h):
-        folder = d.parent.parent / "ledger"  # .../stabsim/ledger beside .../stabsim/numba/<hash>
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            return folder / name
-        except OSError:
-            continue
-    return None
-
-
-def _read_memo(path: Path | None) -> dict:
-    import json
-
-    if path is None or not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # a damaged memo is recomputed and rewritten
-
-
-def _write_memo(path: Path | None, memo: dict) -> None:
-    import json
-    import os
-
-    if path is None:
-        return
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(memo), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass  # the memo only saves time
-
-
 def _accounted(mech) -> tuple[Accounting, float]:
     """(``account(mech)``, ``sigma_needed(mech)``), from the on-disk memo when this source has
     computed them before (the PLD work of a ledger row: seconds each)."""
     path = memo_path()
-    memo = _read_memo(path)
+    memo = read_memo(path)
     key = repr(mech)
     if key in memo:
         acc, need = memo[key]
         return Accounting(**acc), float(need)
     acc, need = account(mech), sigma_needed(mech)
-    memo = _read_memo(path)  # another process may have added rows meanwhile
+    memo = read_memo(path)  # another process may have added rows meanwhile
     memo[key] = [asdict(acc), need]
-    _write_memo(path, memo)
+    write_memo(path, memo)
     return acc, need
 
 
