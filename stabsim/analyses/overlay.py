@@ -31,7 +31,7 @@ import math
 import numpy as np
 
 from .base import CheckResult, cell_setting, figure_name, register_check, sweep_slices
-from .overlay_measure import check_constants, statistic_measure
+from .overlay_measure import check_constants, statistic_measure, with_variant
 
 #: measures whose value is a distance between two points of W (bounded by the diameter 2R).
 _DISTANCE_QUANTITIES = ("uas_mean", "uas_quantile", "iterate_dist", "iterate_dist_quantile", "sensitivity")
@@ -187,7 +187,7 @@ def check_overlay(spec, ds) -> CheckResult:
         vals.update(check_constants(cfg, sub, vals, x))
         for variant in cfg.get("variants") or [{}]:
             case = ", ".join(s for s in (variant.get("label"), label) if s)
-            _overlay_case(res, spec, _with_variant(cfg, variant), sub, params, c, dict(vals), bounds_reg, case)
+            _overlay_case(res, spec, with_variant(cfg, variant), sub, params, c, dict(vals), bounds_reg, case)
         if "G" in vals:
             res.measured[f"G{' (' + label + ')' if label else ''}"] = float(np.max(vals["G"]))
     for b in bounds_reg:
@@ -199,16 +199,6 @@ def check_overlay(spec, ds) -> CheckResult:
     what = f"measure {cfg['measure']}" if cfg.get("measure") else f"{cfg.get('statistic') or 'mean'} of {cfg['value']}"
     res.notes.append(f"generic overlay check: {what} vs {', '.join(keys)}")
     return res
-
-
-def _with_variant(cfg: dict, variant: dict) -> dict:
-    """``cfg`` with a variant's keys; a variant's ``measure`` replaces a ``value`` and the reverse."""
-    out = {**cfg, **variant}
-    if "measure" in variant:
-        out["value"] = None
-    if "value" in variant:
-        out["measure"] = None
-    return out
 
 
 def _prepare_measure_config(spec, cfg: dict, bounds_reg) -> tuple[dict, list[str]]:

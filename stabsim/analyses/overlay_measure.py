@@ -95,6 +95,17 @@ def evaluate(text: str, env: dict, where: str):
     return f.on_arrays(env)
 
 
+def with_variant(cfg: dict, variant: dict) -> dict:
+    """``cfg`` with a variant's keys (``[check] variants``); a variant's ``measure`` replaces a
+    ``value`` and the reverse."""
+    out = {**cfg, **variant}
+    if "measure" in variant:
+        out["value"] = None
+    if "value" in variant:
+        out["measure"] = None
+    return out
+
+
 def data_env(sub: xr.Dataset) -> dict:
     """The cell's data variables and coordinates by name."""
     env = {k: sub[k] for k in sub.coords}

@@ -350,15 +350,11 @@ def _check_measure_config(chk: dict) -> None:
     """``[check]`` and each of its ``variants``: exactly one of measure (a function of
     stabsim.measures) and value (a formula); the keys of a formula measure only with value; the
     formulas parse and call only allowed functions (their names are resolved on the data)."""
-    from ..analyses.overlay_measure import compile_formula
+    from ..analyses.overlay_measure import compile_formula, with_variant
     from ..custom_bounds import ExprError
 
     for variant in chk.get("variants") or [{}]:
-        cfg = {**chk, **variant}
-        if "measure" in variant:
-            cfg["value"] = None
-        if "value" in variant:
-            cfg["measure"] = None
+        cfg = with_variant(chk, variant)
         where = f"[check] variant {variant['label']!r}" if variant else "[check]"
         _check_one_measure(cfg, where)
     formulas = [(k, chk[k]) for k in ("value", "widen", "shift") if chk.get(k) is not None]
