@@ -55,7 +55,8 @@ def test_auc_canary_design():
     can2 = ar.make_canary(X, y, "auc_hinge", allowed=np.arange(10))
     assert can2.k < 10
     # the a-priori direction (one SGD step from 0: output(S') - output(S)) points against m
-    v, _ = ar._direction(get_loss("auc_hinge"), X, y, can)
+    from stabsim.privacy.audit_canary import _direction
+    v, _ = _direction(get_loss("auc_hinge"), X, y, can)
     assert v @ m < 0
 
 

@@ -70,35 +70,20 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..constraints import get_constraint
-from ..losses import AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, get_loss
+from ..losses import get_loss
+from .audit_canary import Canary, make_canary, statistic_scores
 from ..validation import check_Xy, open_unit, positive, positive_int
+from ._checks import choice
 from . import algorithms as palg
 from . import audit as audit_stats
 
 __all__ = ["AuditReport", "Canary", "PrivacyViolationWarning", "make_canary", "run_audit",
-           "statistic_scores", "accountant_epsilon_for"]
+           "statistic_scores", "accountant_epsilon_for",
+           "audit_scores", "audit_report", "AuditScores"]
 
 
 class PrivacyViolationWarning(UserWarning):
     """An empirical audit found eps_lower > the claimed eps."""
-
-
-@dataclass(frozen=True)
-class Canary:
-    """The neighbouring pair of an audit: S' = S with example k replaced by (x, y)."""
-
-    k: int
-    x: np.ndarray
-    y: float
-    description: str
-
-    @property
-    def neighbour(self):
-        return (int(self.k), np.asarray(self.x, float), float(self.y))
-
-    def as_dict(self):
-        return {"k": int(self.k), "x": [float(v) for v in np.ravel(self.x)], "y": float(self.y),
-                "description": self.description}
 
 
 @dataclass
@@ -122,132 +107,41 @@ class AuditReport:
     calibration: dict
     seconds: float
     notes: list = field(default_factory=list)
+    threat_model: str = "final_output"
+    gdp: dict | None = None              # :class:`~stabsim.privacy.audit_gdp.GdpAudit` as a dict
+    gdp_exact: bool = False              # the trade-off curve is exactly Gaussian (GDP fit exact)
+    scores: tuple | None = field(default=None, repr=False)   # (scores on S, scores on S')
+
+    @property
+    def eps_lower_gdp(self) -> float | None:
+        """eps(delta) of the GDP fit's mu lower bound (see :mod:`stabsim.privacy.audit_gdp`)."""
+        return None if self.gdp is None else self.gdp["eps_lower"]
+
+    @property
+    def eps_reference(self) -> float | None:
+        """The accountant's eps at the noise used: PLD, or RDP where the PLD was not computed."""
+        return self.eps_accountant if self.eps_accountant is not None else self.eps_accountant_rdp
+
+    def tightness(self, which="cp") -> float | None:
+        """(audit eps lower bound) / (accountant eps): ``which`` "cp" (Clopper-Pearson) or "gdp"."""
+        ref = self.eps_reference
+        val = self.eps_lower if which == "cp" else self.eps_lower_gdp
+        if ref is None or val is None or not ref > 0:
+            return None
+        return val / ref
 
     def summary(self) -> str:
         f = lambda v: "n/a" if v is None else f"{v:.4g}"  # noqa: E731
-        return (f"audit {self.algorithm}: eps_lower={self.eps_lower:.4g} (confidence "
+        gdp = "" if self.gdp is None else (
+            f" | GDP fit: mu >= {self.gdp['mu_lower']:.4g} -> eps >= {self.gdp['eps_lower']:.4g}"
+            f"{' (exact: Gaussian trade-off)' if self.gdp_exact else ' (if the trade-off is Gaussian)'}")
+        return (f"audit {self.algorithm} [{self.threat_model}]: eps_lower={self.eps_lower:.4g} (confidence "
                 f"{self.confidence:g}, {self.replicates} runs per data set) | claimed eps="
                 f"{self.eps_claimed:g}, delta={self.delta:.3g} | accountant eps (pld)="
                 f"{f(self.eps_accountant)}, (rdp)={f(self.eps_accountant_rdp)} | noise_scale="
-                f"{self.noise_scale:g} | violation={self.violation}")
+                f"{self.noise_scale:g} | violation={self.violation}{gdp}")
 
     __str__ = summary
-
-
-# ---------------------------------------------------------------------------- canary
-def _unit(v):
-    nv = float(np.linalg.norm(v))
-    return v / nv if nv > 0 else np.eye(len(v))[0]
-
-
-def make_canary(X, y, loss, *, kind="auto", allowed=None) -> Canary:
-    """The neighbouring pair of an audit (see the module docstring for the design).
-
-    ``allowed``: the indices k may take (default all).  ``kind``: "auto", "flip" or a tuple
-    (k, x, y).
-    """
-    lossf = get_loss(loss) if isinstance(loss, str) else loss
-    X = np.asarray(X, dtype=float)
-    y = np.asarray(y, dtype=float)
-    n = len(y)
-    idx = np.arange(n) if allowed is None else np.asarray(allowed, dtype=np.int64)
-    if idx.size == 0 or idx.min() < 0 or idx.max() >= n:
-        raise ValueError(f"allowed canary indices must lie in [0, {n})")
-    if isinstance(kind, (tuple, list)):
-        k, x, yy = kind
-        return Canary(int(k), np.asarray(x, float).ravel(), float(yy), "given by the caller")
-    if kind == "flip":
-        k = int(idx[0])
-        return Canary(k, X[k].copy(), -float(y[k]), f"z_{k} with its label flipped")
-    if kind != "auto":
-        raise ValueError(f"canary must be 'auto', 'flip' or a tuple (k, x, y), got {kind!r}")
-    kappa = float(np.linalg.norm(X, axis=1).max())
-    if lossf.form in (AUC, AUC_ORDERED, RANKING) and set(np.unique(y)) <= {-1.0, 1.0}:
-        pos, neg = y == 1, y == -1
-        m = _unit(X[pos].mean(axis=0) - X[neg].mean(axis=0))
-        cand = idx[y[idx] == 1]
-        if cand.size == 0:
-            cand = idx
-        k = int(cand[np.argmax(X[cand] @ m)])
-        return Canary(k, -kappa * m, 1.0,
-                      "pairwise AUC canary: x' = -kappa m/||m|| (m = mean difference of the "
-                      f"classes), label +1, replacing the positive example most aligned with m "
-                      f"(k={k})")
-    if lossf.form in (POINT, POINT_LSQ):
-        m = _unit((y[:, None] * X).mean(axis=0))
-        k = int(idx[np.argmax((y[idx, None] * X[idx]) @ m)])
-        ymax = float(np.abs(y).max()) or 1.0
-        return Canary(k, kappa * m, -ymax,
-                      "pointwise canary: far point x' = kappa m/||m|| (m = mean y_i x_i) with "
-                      f"the flipped label -{ymax:g}, replacing the example with the largest "
-                      f"y_i x_i.m (k={k})")
-    # metric or labels not +-1: the engine's "farthest" neighbour
-    k = int(idx[0])
-    dist = np.linalg.norm(X - X[k], axis=1)
-    opposite = y != y[k]
-    if opposite.any():
-        dist = np.where(opposite, dist, -1.0)
-    j = int(np.argmax(dist))
-    return Canary(k, X[j].copy(), float(y[j]),
-                  f"farthest point of S from x_k with the opposite label (k={k}, j={j})")
-
-
-def _direction(lossf, X, y, canary):
-    """Unit direction v = grad terms of z_k minus those of z' at w = 0 (see module docstring)."""
-    d = X.shape[1]
-    p = d * d if lossf.matrix else d
-    w = np.zeros(p)
-    k = canary.k
-    zk, zc = (X[k], y[k]), (canary.x, canary.y)
-    if lossf.pairwise:
-        gk, gc = np.zeros(p), np.zeros(p)
-        for j in range(len(y)):
-            if j == k:
-                continue
-            zj = (X[j], y[j])
-            gk += lossf.value_grad(w, zk, zj)[1] + lossf.value_grad(w, zj, zk)[1]
-            gc += lossf.value_grad(w, zc, zj)[1] + lossf.value_grad(w, zj, zc)[1]
-    else:
-        gk = lossf.value_grad(w, zk)[1]
-        gc = lossf.value_grad(w, zc)[1]
-    v = gk - gc
-    nv = float(np.linalg.norm(v))
-    if nv == 0.0:
-        return np.eye(p)[0], "gradient difference at w=0 vanishes: e_1"
-    return v / nv, "a-priori direction: gradient terms of z_k minus those of z' at w=0"
-
-
-def _canary_loss(lossf, X, y, canary, W):
-    """Loss of the canary's terms at each row of W (pairwise: mean over its pairs)."""
-    out = np.empty(W.shape[0])
-    zc = (canary.x, canary.y)
-    for r in range(W.shape[0]):
-        if lossf.pairwise:
-            tot, cnt = 0.0, 0
-            for j in range(len(y)):
-                if j == canary.k:
-                    continue
-                zj = (X[j], y[j])
-                tot += lossf.value_grad(W[r], zc, zj)[0] + lossf.value_grad(W[r], zj, zc)[0]
-                cnt += 2
-            out[r] = tot / cnt
-        else:
-            out[r] = lossf.value_grad(W[r], zc)[0]
-    return out
-
-
-def statistic_scores(statistic, lossf, X, y, canary, W0, W1):
-    """(scores on S, scores on S', description) for the statistic spec (see module docstring)."""
-    if callable(statistic):
-        return (np.asarray(statistic(W0), float).ravel(), np.asarray(statistic(W1), float).ravel(),
-                getattr(statistic, "__name__", "callable"))
-    if statistic in ("auto", "projection"):
-        v, how = _direction(lossf, X, y, canary)
-        return W0 @ v, W1 @ v, f"projection <w_priv, v>, {how}"
-    if statistic == "loss":
-        return (_canary_loss(lossf, X, y, canary, W0), _canary_loss(lossf, X, y, canary, W1),
-                "loss of the canary's terms at w_priv")
-    raise ValueError(f"statistic must be 'auto', 'projection', 'loss' or a callable, got {statistic!r}")
 
 
 # ---------------------------------------------------------------------------- accountant
@@ -319,66 +213,182 @@ def _allowed_indices(name, X, y, lossf, kw):
     return None
 
 
-def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="auto",
-              statistic="auto", confidence=0.95, noise_scale=1.0, accountant=True,
-              verbose=True, **algorithm_kwargs) -> AuditReport:
-    """Empirical privacy audit of ``algorithm`` (a key of ``PRIVATE_ALGORITHMS``) on (X, y).
+def _whitebox_ok(algorithm, kw):
+    """Why the every-iterate statistic cannot be used (None if it can)."""
+    from .audit_designs import WHITEBOX_ALGORITHMS
 
-    ``eps``, ``delta``: the claimed guarantee (also passed to the algorithm's calibration).
-    ``replicates``: runs on S and on S' each.  ``noise_scale`` is forwarded (anything but 1
-    breaks the calibration on purpose).  Other keyword arguments go to the algorithm
-    (``loss``, ``constraint``, ``T``, ``eta``, ``T1``, ...).  Returns an :class:`AuditReport`.
-    """
-    t0 = time.perf_counter()
+    if algorithm not in WHITEBOX_ALGORITHMS:
+        return (f"{algorithm} releases a noisy output of a non-private trajectory; only "
+                f"{', '.join(WHITEBOX_ALGORITHMS)} add noise to every step")
+    if algorithm == "p2_alg1" and kw.get("projected", False):
+        return "projected iterates are not Gaussian steps"
+    cons = get_constraint(kw.get("constraint", "none"))
+    if algorithm != "p2_alg1" and cons.name != "none":   # (P2's C only sets its constants)
+        return f"constraint {cons.name!r}: projected iterates are not Gaussian steps"
+    eta = kw.get("eta")
+    if eta is not None and not isinstance(eta, (int, float)):
+        return "the every-iterate statistic needs a constant step size eta"
+    return None
+
+
+def _every_iterate_scores(algorithm, record, X, y, canary, lossf, kw, ids, seed, w0, chunk_bytes=2 ** 27):
+    """Path log-likelihood ratios (stabsim.privacy.audit_whitebox) of the runs on S and on S'
+    for the replicate ids ``ids`` (chunked so the recorded paths stay under ``chunk_bytes``)."""
+    from ..twin import run_twin
+    from .audit_whitebox import path_log_lr
+
+    T = int(record["T"])
+    eta = float(record["eta"]) if algorithm == "p2_alg1" else float(kw.get("eta", _default(palg.PRIVATE_ALGORITHMS[algorithm], "eta")))
+    sigma = float(record["sigma"])
+    k, xk, yk = canary.neighbour
+    X1, y1 = X.copy(), y.copy()
+    X1[k], y1[k] = xk, yk
+    p = X.shape[1]
+    per = max(1, int(chunk_bytes // (T * 2 * p * 8)))
+    s0, s1 = np.empty(len(ids)), np.empty(len(ids))
+    common = dict(eta=eta, sigma=sigma, lossf=lossf, X=X, y=y, X1=X1, y1=y1, full_batch=algorithm == "p2_alg1")
+    for a in range(0, len(ids), per):
+        part = slice(a, min(len(ids), a + per))
+        ds = run_twin(X, y, algorithm=algorithm, loss=lossf.name, constraint="none", eta=eta, T=T,
+                      replicates=ids[part], seed=seed, neighbour=canary.neighbour,
+                      checkpoints=np.arange(1, T + 1), record_outputs=True, w0=w0, sigma=sigma,
+                      independent_noise=True, output="last", progress=False)
+        O = ds["output"].values                          # (replicate, t, run, param): w_t
+        s0[part] = path_log_lr(O[:, :, 0], w0, **common)
+        s1[part] = path_log_lr(O[:, :, 1], w0, **common)
+    return s0, s1, ("path log-likelihood ratio of S' against S from every iterate (white box: "
+                    "w_0..w_T seen, sampled indices and noise secret)")
+
+
+@dataclass
+class AuditScores:
+    """The statistic of every run of an audit (before any estimator): ``s0`` on S, ``s1`` on S'."""
+
+    s0: np.ndarray
+    s1: np.ndarray
+    record: dict
+    threat_model: str
+    statistic: str
+    canary: Canary
+    notes: list
+
+
+def audit_scores(algorithm, X, y, *, eps, delta, replicates, seed=0, canary="auto", statistic="auto",
+                 noise_scale=1.0, threat_model="auto", **algorithm_kwargs) -> AuditScores:
+    """Run ``algorithm`` on S and on the canary's S' (independent noise) for the replicate ids
+    ``replicates`` (a count or an array) and return the audit statistic of every run
+    (:func:`run_audit` documents the arguments).  Each replicate is a pure function of (seed, id),
+    so chunks of ids can be computed separately and concatenated."""
     if algorithm not in palg.PRIVATE_ALGORITHMS:
         palg.run_private(algorithm, X, y)  # raises the helpful unknown-name error
     eps, delta = positive("eps", eps), open_unit("delta", delta)
-    confidence = open_unit("confidence", confidence)
-    R = positive_int("replicates", replicates, minimum=4)
     seed = positive_int("seed", seed, minimum=0)
+    if isinstance(replicates, (int, np.integer)):
+        ids = np.arange(positive_int("replicates", replicates, minimum=1), dtype=np.int64)
+    else:
+        ids = np.asarray(replicates, dtype=np.int64).ravel()
+    threat_model = choice("threat_model", threat_model, ("auto", "every_iterate", "final_output"))
     for bad in ("independent_noise", "neighbour", "replicates"):
         if bad in algorithm_kwargs:
             raise ValueError(f"run_audit sets {bad!r} itself; do not pass it")
     fn = palg.PRIVATE_ALGORITHMS[algorithm]
-    loss = algorithm_kwargs.get("loss", _default(fn, "loss"))
-    lossf = get_loss(loss)
+    lossf = get_loss(algorithm_kwargs.get("loss", _default(fn, "loss")))
     Xc, yc = check_Xy(X, y, pairwise_auc=lossf.form in (0, 1))
     if Xc.ndim != 2:
         raise ValueError("run_audit needs one data set: X must be 2-D (n, d)")
-    allowed = _allowed_indices(algorithm, Xc, yc, lossf, algorithm_kwargs)
-    can = make_canary(Xc, yc, lossf, kind=canary, allowed=allowed)
+    why_not = _whitebox_ok(algorithm, algorithm_kwargs)
+    if threat_model == "auto":
+        threat_model = "final_output" if why_not else "every_iterate"
+    elif threat_model == "every_iterate" and why_not:
+        raise ValueError(f"threat_model='every_iterate' is not available: {why_not}; use 'final_output'")
+    can = make_canary(Xc, yc, lossf, kind=canary, allowed=_allowed_indices(algorithm, Xc, yc, lossf, algorithm_kwargs))
     kw = dict(algorithm_kwargs)
+    notes = []
     if algorithm.startswith(("p0", "p2", "p4")) and "checkpoints" not in kw:
         kw["checkpoints"] = [1]   # the final step is always added; keep the record small
-    ds = fn(Xc, yc, eps=eps, delta=delta, replicates=R, seed=seed, neighbour=can.neighbour,
-            independent_noise=True, noise_scale=noise_scale, **kw)
-    W = ds["w_priv"].values
-    s0, s1, stat_desc = statistic_scores(statistic, lossf, Xc, yc, can, W[:, 0], W[:, 1])
+    common = dict(eps=eps, delta=delta, seed=seed, neighbour=can.neighbour, independent_noise=True,
+                  noise_scale=noise_scale)
+    if threat_model == "every_iterate":
+        w0 = kw.get("w0")
+        if w0 is None or isinstance(w0, str):
+            w0 = np.zeros(Xc.shape[1])
+            notes.append("initial point w_0 = 0 (public; the every-iterate statistic needs it)")
+        kw["w0"] = w0 = np.asarray(w0, float).ravel()
+        record = palg.calibration_record(fn(Xc, yc, replicates=ids[:1], **common, **kw))
+        s0, s1, stat = _every_iterate_scores(algorithm, record, Xc, yc, can, lossf, kw, ids, seed, w0)
+    else:
+        ds = fn(Xc, yc, replicates=ids, **common, **kw)
+        record = palg.calibration_record(ds)
+        W = ds["w_priv"].values
+        s0, s1, stat = statistic_scores(statistic, lossf, Xc, yc, can, W[:, 0], W[:, 1])
+    return AuditScores(s0, s1, record, threat_model, stat, can, notes)
+
+
+def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="auto",
+              statistic="auto", confidence=0.95, noise_scale=1.0, accountant=True,
+              verbose=True, threat_model="auto", **algorithm_kwargs) -> AuditReport:
+    """Empirical privacy audit of ``algorithm`` (a key of ``PRIVATE_ALGORITHMS``) on (X, y).
+
+    ``eps``, ``delta``: the claimed guarantee (also passed to the algorithm's calibration).
+    ``replicates``: runs on S and on S' each.  ``noise_scale`` is forwarded (anything but 1
+    breaks the calibration on purpose).  ``threat_model``: "every_iterate" (the adversary sees
+    every iterate; gradient-perturbation algorithms only, statistic: the exact path likelihood
+    ratio of :mod:`stabsim.privacy.audit_whitebox`), "final_output" (the released output only,
+    statistic ``statistic``) or "auto" (every_iterate where it applies).  Other keyword arguments
+    go to the algorithm (``loss``, ``constraint``, ``T``, ``eta``, ``G``, ``w0``, ...).
+    Two estimators are reported: the Clopper-Pearson eps lower bound (``eps_lower``, no
+    assumption) and the GDP fit (``gdp``, :mod:`stabsim.privacy.audit_gdp`).
+    Returns an :class:`AuditReport`.
+    """
+    t0 = time.perf_counter()
+    confidence = open_unit("confidence", confidence)
+    R = positive_int("replicates", replicates, minimum=4)
+    sc = audit_scores(algorithm, X, y, eps=eps, delta=delta, replicates=R, seed=seed, canary=canary,
+                      statistic=statistic, noise_scale=noise_scale, threat_model=threat_model,
+                      **algorithm_kwargs)
+    return audit_report(algorithm, sc, eps=eps, delta=delta, confidence=confidence, seed=seed,
+                        noise_scale=noise_scale, accountant=accountant, verbose=verbose,
+                        seconds=time.perf_counter() - t0)
+
+
+def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, seed=0, noise_scale=1.0,
+                 accountant=True, verbose=False, seconds=math.nan) -> AuditReport:
+    """The estimators and the accountant for the scores of :func:`audit_scores` (see ``run_audit``)."""
+    from .audit_gdp import gdp_audit
+
+    s0, s1 = sc.s0, sc.s1
+    lr = sc.threat_model == "every_iterate"
+    gdp = gdp_audit(s0, s1, delta=delta, confidence=confidence, threshold=0.0 if lr else None, seed=seed)
     res = audit_stats.eps_lower_from_scores(s0, s1, delta=delta, confidence=confidence,
                                             method="split", seed=seed)
-    record = palg.calibration_record(ds)
-    notes = []
+    notes = list(sc.notes)
     eps_pld = eps_rdp = None
     if accountant:
-        eps_pld, eps_rdp, note = accountant_epsilon_for(record, noise_scale)
+        eps_pld, eps_rdp, note = accountant_epsilon_for(sc.record, noise_scale)
         notes.append(f"accountant: {note}")
     violation = res.eps_lower > eps
     acc_ref = eps_pld if eps_pld is not None else eps_rdp
     exceeded = acc_ref is not None and res.eps_lower > acc_ref
+    gdp_exact = lr and algorithm == "p2_alg1"
+    if gdp_exact and acc_ref is not None and gdp.eps_lower > acc_ref:
+        exceeded = True   # the GDP fit is exact here, so its bound is a valid lower bound too
     rep = AuditReport(algorithm, eps, delta, res.eps_lower, confidence, eps_pld, eps_rdp,
-                      bool(violation), bool(exceeded), float(noise_scale), R, stat_desc,
-                      can.as_dict(), res, record, time.perf_counter() - t0, notes)
+                      bool(violation), bool(exceeded), float(noise_scale), len(s0), sc.statistic,
+                      sc.canary.as_dict(), res, sc.record, seconds, notes,
+                      threat_model=sc.threat_model, gdp=gdp.as_dict(), gdp_exact=gdp_exact,
+                      scores=(s0, s1))
     if violation:
         msg = (f"PRIVACY VIOLATION FOUND: {algorithm} claims ({eps:g}, {delta:.3g})-DP but the "
                f"audit proves eps >= {res.eps_lower:.4g} with confidence {confidence:g} "
                f"(noise_scale={noise_scale:g}, accountant eps={acc_ref if acc_ref is None else round(acc_ref, 4)})")
         bar = "!" * min(len(msg), 100)
-        print(f"\n{bar}\n{msg}\n{bar}\n", flush=True)
+        if verbose:
+            print(f"\n{bar}\n{msg}\n{bar}\n", flush=True)
         warnings.warn(msg, PrivacyViolationWarning, stacklevel=2)
     if exceeded:
-        warnings.warn(f"audit eps_lower={res.eps_lower:.4g} exceeds the accountant's epsilon "
-                      f"{acc_ref:.4g} for {algorithm}: the accountant's premises do not hold here "
-                      "(or there is a bug)", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"audit eps_lower={max(res.eps_lower, gdp.eps_lower if gdp_exact else 0):.4g} exceeds "
+                      f"the accountant's epsilon {acc_ref:.4g} for {algorithm}: the accountant's premises do "
+                      "not hold here (or there is a bug)", RuntimeWarning, stacklevel=2)
     if verbose:
         print(rep.summary())
     return rep
