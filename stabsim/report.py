@@ -39,6 +39,7 @@ VERDICT_COLUMNS = (
 )
 
 KIND_TITLES = {"bound": "theorem bounds", "rate": "rate claims", "privacy": "privacy calibrations (studies' checks)",
+               "audit": "privacy audits (empirical eps lower bounds vs the accountant; SANITY: noise scaled down)",
                "privacy ledger": "privacy ledger (exact eps bought by every calibration)",
                "condition": "theorem conditions", "reproduction": "reproductions",
                "identity": "identity checks (tests, not findings)", "other": "other"}

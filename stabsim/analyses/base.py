@@ -258,16 +258,19 @@ def rate_explanation(v: Verdict, failure: str) -> str | None:
 
 
 #: kinds of check, counted separately in the report (a theorem bound is not a reproduction).
-CHECK_KINDS = ("bound", "rate", "privacy", "condition", "reproduction", "identity", "other")
+CHECK_KINDS = ("bound", "rate", "privacy", "audit", "condition", "reproduction", "identity", "other")
 _REPRO_TAGS = ("REPRO", "EXPERIMENT", "QUALITATIVE", "CLAIM")
 
 
 def check_kind(v: Verdict) -> str:
     """The kind of check a verdict is: bound, rate, privacy (calibration), condition (a theorem's
     assumption), reproduction (a paper's experiment or claim), identity (formula = calibration:
-    a self-consistency test, not a finding) or other."""
+    a self-consistency test, not a finding), audit (an empirical privacy audit against the
+    accountant, and its noise-scaled-down sanity rows) or other."""
     if v.tag == "IDENTITY":
         return "identity"
+    if v.tag in ("AUDIT", "SANITY"):
+        return "audit"
     if v.tag in _REPRO_TAGS:  # a paper's experiment, even when judged by a trend's slope
         return "reproduction"
     if v.tag == "CONDITION":

@@ -95,11 +95,16 @@ def worst_case_design(algorithm, n=50, T=None) -> AuditDesign:
         return AuditDesign(algorithm, X, y, can, kw,
                            "one positive (e1, +1) and n - 1 negatives at 0, canary (-e1, +1); AUC hinge, "
                            f"G = 1 (max pair distance): {what}")
-    # output perturbation: n copies of one point (pairwise: alternating labels), the auto canary
-    pointwise = False
+    # output perturbation: n copies of one point with alternating labels, the auto canary
     X = np.tile([1.0, 0.0], (n, 1))
-    y = np.ones(n) if pointwise else np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
     X = X * y[:, None]
+    if algorithm.startswith("p3_"):
+        # the burn-in T_1 = max(ceil(16 L^2/alpha^2), 7) exceeds any small n at the paper's alpha:
+        # the typical setting of the privacy ledger (alpha = 1, T_1 = 7 given) keeps a private loop
+        kw.setdefault("alpha", 1.0)
+        kw.setdefault("T1", 7)
     return AuditDesign(algorithm, X, y, "auto", kw,
                        "n copies of one point with alternating labels (x_i = y_i e1), the auto canary: the "
-                       "final release is audited (output perturbation)")
+                       "final release is audited (output perturbation)"
+                       + ("; alpha = 1, T_1 = 7 (given)" if algorithm.startswith("p3_") else ""))

@@ -9,12 +9,22 @@
    ``rng.STREAM_NOISE_PRIME``; data-independent randomness -- indices, burn-in points -- may be
    shared, which leaves each run's output distribution unchanged, and the audit statistics
    only use the two marginal samples);
-3. computes a scalar statistic of each released output (:func:`statistic_scores`);
-4. calls :func:`stabsim.privacy.audit.eps_lower_from_scores` (threshold chosen on one half
-   of the samples, Clopper-Pearson bounds on the other half) for an epsilon lower bound
-   ``eps_lower`` valid with probability >= ``confidence``;
-5. reports it next to the claimed eps and the accountant's epsilon for the noise actually
-   used (:mod:`stabsim.privacy.accountant`, PLD and RDP).
+3. computes a scalar statistic of each run, by threat model (``threat_model=``):
+   "every_iterate" (P2 Alg. 1, P4 Algs. 1/2, whose every step is a Gaussian mechanism): the
+   exact log-likelihood ratio of the whole path w_0..w_T (:mod:`stabsim.privacy.audit_whitebox`);
+   "final_output" (every algorithm): a statistic of the released output (:func:`statistic_scores`);
+4. two estimators: :func:`stabsim.privacy.audit.eps_lower_from_scores` (threshold chosen on one
+   half of the samples, Clopper-Pearson bounds on the other half) for an epsilon lower bound
+   ``eps_lower`` valid with probability >= ``confidence`` with no assumption, and the GDP fit
+   (:mod:`stabsim.privacy.audit_gdp`: a lower bound on mu, converted to eps(delta); exact for
+   P2's every-iterate audit, an approximation where the trade-off curve is not Gaussian);
+5. reports both next to the claimed eps and the accountant's epsilon for the noise actually
+   used (:mod:`stabsim.privacy.accountant`, PLD and RDP), with the tightness ratios
+   audit / accountant (``AuditReport.tightness``).
+
+``audit_scores`` (steps 1-3, for any replicate ids, so a study can chunk them) and
+``audit_report`` (steps 4-5) are the two halves of ``run_audit``.  Worst-case designs under which
+an audit can reach the accountant: :mod:`stabsim.privacy.audit_designs`.
 
 If ``eps_lower > eps`` the run prints a loud "PRIVACY VIOLATION FOUND" warning (and issues a
 :class:`PrivacyViolationWarning`) and sets ``report.violation``.  ``eps_lower`` above the
@@ -406,11 +416,17 @@ def build_parser():
                 description="Empirical privacy audit of one private algorithm: runs it on two neighbouring data "
                             "sets many times and gives a lower bound on eps with a confidence level, beside the "
                             "accountant's eps.  Exit status: 0 = no violation, 3 = PRIVACY VIOLATION FOUND, "
-                            "2 = bad input.")
+                            "4 = the audit exceeds the accountant's eps at the calibrated noise (a bug in the "
+                            "algorithm or the accountant), 2 = bad input.")
     p.add_argument("algorithm", help=f"one of {', '.join(palg.PRIVATE_ALGORITHMS)}")
     p.add_argument("--data", default="canary-copies",
-                   help="a stabsim.datasets name, 'problem:NAME' (a synthetic problem) or 'canary-copies' "
-                        "(n copies of one point, so only the noise can hide the canary)")
+                   help="a stabsim.datasets name, 'problem:NAME' (a synthetic problem), 'canary-copies' "
+                        "(n copies of one point, so only the noise can hide the canary) or 'worst-case' (the "
+                        "algorithm's worst-case audit design: data, canary, loss, G, eta, w0; "
+                        "stabsim.privacy.audit_designs)")
+    p.add_argument("--threat-model", default="auto", choices=("auto", "every_iterate", "final_output"),
+                   help="what the adversary sees: every iterate (gradient-perturbation algorithms; the exact "
+                        "path likelihood ratio) or the final output; auto: every iterate where it applies")
     p.add_argument("--n", type=int, default=200, help="number of examples (canary-copies and problem:NAME)")
     p.add_argument("--d", type=int, default=2, help="dimension (canary-copies and problem:NAME)")
     p.add_argument("--eps", type=float, required=True, help="the claimed epsilon (> 0) the noise is calibrated to")
@@ -433,7 +449,10 @@ def main(argv=None) -> int:
     The data are a shipped real data set (``--data diabetes``) or a synthetic problem
     (``--data problem:auc_separable``, with ``--n`` and ``--d``), or the tight audit design
     ``--data canary-copies`` (``--n`` copies of one point, so that only the noise can hide the
-    canary).  Exit status: 0 = no violation, 3 = PRIVACY VIOLATION FOUND, 2 = bad input.
+    canary), or ``--data worst-case``: the algorithm's worst-case design
+    (:func:`stabsim.privacy.audit_designs.worst_case_design`).  Exit status: 0 = no violation,
+    3 = PRIVACY VIOLATION FOUND, 4 = the audit exceeds the accountant's eps at the calibrated
+    noise (a bug in the algorithm or the accountant), 2 = bad input.
     """
     import json
     import sys
@@ -442,7 +461,14 @@ def main(argv=None) -> int:
     try:
         a = p.parse_args(argv)
         kw = {k: v for k, v in (("loss", a.loss), ("T", a.T), ("eta", a.eta)) if v is not None}
-        if a.data == "canary-copies":
+        canary = "auto"
+        if a.data == "worst-case":
+            from .audit_designs import worst_case_design
+
+            design = worst_case_design(a.algorithm, n=a.n, T=a.T)
+            X, y, canary = design.X, design.y, design.canary
+            kw = dict(design.kwargs, **kw)
+        elif a.data == "canary-copies":
             X = np.tile(np.eye(a.d)[0], (a.n, 1))
             pointwise = a.algorithm.startswith(("p4_alg1",))
             y = np.ones(a.n) if pointwise else np.where(np.arange(a.n) % 2 == 0, 1.0, -1.0)
@@ -455,7 +481,8 @@ def main(argv=None) -> int:
             from .. import datasets
             X, y, _ = datasets.load(a.data)
         rep = run_audit(a.algorithm, X, y, eps=a.eps, delta=a.delta, replicates=a.replicates,
-                        seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, **kw)
+                        seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, canary=canary,
+                        threat_model=a.threat_model, **kw)
     except (ValueError, KeyError) as e:
         print(f"stabsim: error: audit: {e}", file=sys.stderr)
         return 2
@@ -465,5 +492,9 @@ def main(argv=None) -> int:
                        "eps_lower": rep.eps_lower, "confidence": rep.confidence,
                        "eps_accountant_pld": rep.eps_accountant, "eps_accountant_rdp": rep.eps_accountant_rdp,
                        "violation": rep.violation, "noise_scale": rep.noise_scale,
-                       "replicates": rep.replicates, "seconds": rep.seconds}, fh, indent=1)
-    return 3 if rep.violation else 0
+                       "replicates": rep.replicates, "seconds": rep.seconds, "threat_model": rep.threat_model,
+                       "gdp": rep.gdp, "gdp_exact": rep.gdp_exact, "accountant_exceeded": rep.accountant_exceeded,
+                       "tightness_cp": rep.tightness("cp"), "tightness_gdp": rep.tightness("gdp")}, fh, indent=1)
+    if rep.violation:
+        return 3
+    return 4 if (rep.accountant_exceeded and rep.noise_scale == 1.0) else 0
