@@ -150,11 +150,13 @@ def _draw(ax, rep, label):
     for mu, st, lab in ((rep.gdp["mu_hat"], "-", "GDP fit mu_hat"), (rep.gdp["mu_lower"], "--", "GDP mu lower bound")):
         if mu > 0 and math.isfinite(mu):
             ax[1].plot(a, norm.cdf(norm.isf(a) - mu), st, lw=1, label=f"{lab} = {mu:.3g}")
-    ref = rep.eps_reference
-    if ref is not None and math.isfinite(ref) and ref < 50:
-        e, d = ref, rep.delta
-        ax[1].plot(a, np.maximum.reduce([np.zeros_like(a), 1 - d - math.exp(e) * a, math.exp(-e) * (1 - d - a)]),
-                   "k:", lw=1, label=f"accountant ({e:.3g}, {d:.2g})-DP region")
+    ref = rep.eps_accountant
+    if ref is not None and math.isfinite(ref) and ref < 20:
+        from ..privacy.audit_runner import accountant_tradeoff
+
+        beta = accountant_tradeoff(rep.calibration, rep.noise_scale, a)
+        if beta is not None:
+            ax[1].plot(a, beta, "k:", lw=1, label=f"accountant's trade-off (PLD; eps = {ref:.3g} at delta = {rep.delta:.2g})")
     ax[1].set_xlabel("false positive rate", fontsize=8)
     ax[1].set_ylabel("false negative rate", fontsize=8)
     ax[1].legend(fontsize=6)

@@ -155,10 +155,8 @@ class AuditReport:
 
 
 # ---------------------------------------------------------------------------- accountant
-def accountant_epsilon_for(record, noise_scale=1.0, pld_skip_above=50.0):
-    """(eps_pld, eps_rdp, note) the accountant gives for the calibration record of a run,
-    with every noise std multiplied by ``noise_scale``.  The PLD accountant is skipped (None)
-    when the RDP epsilon exceeds ``pld_skip_above`` (it would take minutes at tiny noise)."""
+def mechanism_for(record):
+    """The accountant's :class:`~stabsim.privacy.accountant.Mechanism` of a run's calibration record."""
     from . import accountant as acc
 
     a = record["algorithm"]
@@ -181,6 +179,16 @@ def accountant_epsilon_for(record, noise_scale=1.0, pld_skip_above=50.0):
                             pairwise=record["pairwise"], sigma2=record["sigma_paper"] ** 2)
     else:
         raise ValueError(f"no accountant mapping for {a!r}")
+    return mech
+
+
+def accountant_epsilon_for(record, noise_scale=1.0, pld_skip_above=50.0):
+    """(eps_pld, eps_rdp, note) the accountant gives for the calibration record of a run,
+    with every noise std multiplied by ``noise_scale``.  The PLD accountant is skipped (None)
+    when the RDP epsilon exceeds ``pld_skip_above`` (it would take minutes at tiny noise)."""
+    from . import accountant as acc
+
+    mech = mechanism_for(record)
     res, notes = {}, [mech.note]
     for which in ("rdp", "pld"):
         if which == "pld" and res.get("rdp") is not None and res["rdp"] > pld_skip_above:
@@ -195,6 +203,28 @@ def accountant_epsilon_for(record, noise_scale=1.0, pld_skip_above=50.0):
             res[which] = None
             notes.append(f"{which} accountant failed: {type(e).__name__}: {e}")
     return res["pld"], res["rdp"], "; ".join(notes)
+
+
+def accountant_tradeoff(record, noise_scale, alphas, eps_grid=None):
+    """The accountant's trade-off curve beta(alpha) = sup_eps max(0, 1 - delta(eps) - e^eps alpha,
+    e^-eps (1 - delta(eps) - alpha)) from its PLD privacy profile delta(eps) (dp-accounting), for the
+    figure of an audit; None where the mechanism has no PLD event."""
+    from dp_accounting.pld import pld_privacy_accountant as dpa_pld
+
+    mech = mechanism_for(record)
+    spec = mech.events(noise_scale).get("pld")
+    if spec is None:
+        return None
+    event, relation = spec
+    acc = dpa_pld.PLDAccountant(relation, value_discretization_interval=1e-3)
+    acc.compose(event)
+    eps_grid = np.linspace(0.0, 8.0, 81) if eps_grid is None else np.asarray(eps_grid, float)
+    a = np.asarray(alphas, float)
+    beta = np.zeros_like(a)
+    for e in eps_grid:
+        d = float(acc.get_delta(float(e)))
+        beta = np.maximum.reduce([beta, 1 - d - math.exp(e) * a, math.exp(-e) * (1 - d - a)])
+    return beta
 
 
 # ---------------------------------------------------------------------------- runner
