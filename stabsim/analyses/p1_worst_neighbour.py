@@ -1,166 +1,304 @@
-"""P1 (Yang et al. 2021) Thm 4 / Thm 5 tightness: the searched worst-case neighbour against the bound.
+"""Tightness of stability bounds: the searched worst-case neighbour (kind ``p1_tightness``) against the bound.
 
-Check ``p1_tightness`` (kind ``p1_tightness``; studies ``p1_thm4_tightness`` (non-smooth hinge,
-P1.Thm4.uas) and ``p1_thm5_tightness`` (smooth logistic, P1.Thm5.uas); the key comes from
-``[bounds] keys``)
-    Per cell: (1) ``check_bound`` of the searched worst case (fresh mean CI) against the bound;
-    the verdict row carries the searched neighbour's (CI lower end)/bound (``lower_tightness_max``),
-    and the largest fresh lower CI end of all neighbours over the bound, at T and over t, is
-    reported in ``measured``.  (2) ``check_rate`` of the searched worst case's growth in t against the bound's
-    leading term in t (Thm 4: sqrt(t), exponent 0.5; Thm 5: t, exponent 1; kind "upper").  One
-    figure: bound, flip, farthest and the searched worst case against t.
+Check ``p1_tightness`` (studies ``p1_thm4_tightness`` (non-smooth hinge, P1.Thm4.uas), ``p1_thm5_tightness``
+(smooth logistic, P1.Thm5.uas), ``p0_thm1_tightness`` (P0 Alg. 1, the (1-gamma)-quantile bound
+P0.Eq9.avg.proof of Thm 1) and ``p4_lemma19a_tightness`` (P4 Alg. 2, the on-average bound P4.Lemma19a.onavg);
+the key comes from ``[bounds] keys``, one of ``THEOREMS``)
+    Per cell: (1) ``check_bound`` of the theorem's measure (``THEOREMS``: the mean or the (1-gamma)-quantile
+    of ||A_t(S) - A_t(S')||, or E||A_t(S) - A_t(S')||^2 for P4's on-average stability) of the neighbour the
+    theorem speaks of -- the searched worst case for a uniform bound, the on-average neighbour "fresh"
+    (k random, i.i.d. replacement, conditional on the study's S) for P4 -- against the bound; the row
+    carries (CI lower end)/bound (``lower_tightness_max``), and the largest fresh lower CI end of all
+    neighbours over the bound, at T and over t, is reported in ``measured``.  (2) ``check_rate`` of the
+    searched worst case's growth in t against the bound's leading term in t (P1 Thm 4: sqrt(t), exponent
+    0.5; P1 Thm 5: t; P0 Thm 1: its ln(et) t/n term, exponent 1 with a log factor; kind "upper"; none for
+    P4's measured-input bound).
+    (3) Searched vs hand-picked on the same fresh replicate ids: the paired difference
+    searched - max(flip, farthest) at T with its CI (means), or the CIs side by side (quantiles).
+    (4) With ``[lower_bound] instance``: the instance (``stabsim.lower_bounds``) against the bound at its
+    own n, eta, G (a second row) and its exponent in t over the instance's window against sqrt(t) (a third
+    row), next to the event model's prediction.  One figure: bound, flip, farthest, fresh and the searched
+    worst case against t (left), the lower-bound instance (right).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
-from ..measures import uas_mean
+from ..measures import mean_ci, uas_mean, uas_quantile
 from ..setups.constants import cell_constants
 from ..setups.p1 import NEIGHBOURS, ON_AVERAGE
-from ..verdicts import check_bound, check_rate
+from ..verdicts import check_bound, check_rate, fit_slope
 from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
+from .tightness_figure import tightness_figure
 
 
-#: key -> (the paper's name, the exponent in t of the term the rate is compared with, that term,
-#: the bound's formula, a note on the fit)
+@dataclass(frozen=True)
+class Theorem:
+    """A bound the check knows: its name, the measure it bounds ("mean", "quantile" = the (1-gamma)-
+    quantile, "mean_sq" = E||.||^2), the exponent in t of the term the rate is compared with (None: no
+    rate), that term, the formula, a note on the fit, the neighbour the bound row checks, its tag."""
+
+    name: str
+    measure: str
+    exponent: float | None
+    term: str
+    formula: str
+    note: str
+    checked: str = "searched"
+    tag: str = "EXPLICIT"
+    log_factors: str = ""
+
+    @property
+    def ylabel(self) -> str:
+        return {"mean": "E ||A_t(S) - A_t(S')||", "quantile": "(1-gamma)-quantile of ||A_t(S) - A_t(S')||",
+                "mean_sq": "E ||A_t(S) - A_t(S')||^2"}[self.measure]
+
+
 THEOREMS = {
-    "P1.Thm4.uas": ("Thm 4", 0.5, "sqrt(t)", "2 sqrt(e) G eta (sqrt(5t) + 2t/n)",
-                    "exponent 0.5 = the sqrt(5t) term; the 2t/n term grows like t^1 and dominates for t > 5 n^2 / 4"),
-    "P1.Thm5.uas": ("Thm 5", 1.0, "t", "4 G eta t / n",
-                    "exponent 1: the bound 4 G eta t / n is linear in t"),
+    "P1.Thm4.uas": Theorem("P1 Thm 4", "mean", 0.5, "sqrt(t)", "2 sqrt(e) G eta (sqrt(5t) + 2t/n)",
+                           "exponent 0.5 = the sqrt(5t) term; the 2t/n term grows like t^1 and dominates for "
+                           "t > 5 n^2 / 4"),
+    "P1.Thm5.uas": Theorem("P1 Thm 5", "mean", 1.0, "t", "4 G eta t / n",
+                           "exponent 1: the bound 4 G eta t / n is linear in t"),
+    "P0.Eq9.avg.proof": Theorem("P0 Thm 1", "quantile", 1.0, "t ln(et) / n",
+                                "2 sqrt(e) eta G sqrt(t + ln^2(et) (t/n + ln(1/g) + sqrt(2 t ln(1/g)/n))^2)",
+                                "exponent 1 = the ln(et) t/n term, which dominates the bound once t ln(et)/n > sqrt(t) "
+                                "(t > ~30 at n = 20); the sqrt(t) term never leads here (ln(1/g) ln(et) > sqrt(t) for "
+                                "t < ~200 at g = 0.1)", log_factors="ln(et)"),
+    "P4.Lemma19a.onavg": Theorem("P4 Lemma 19(a)", "mean_sq", None, "", "(16 L (1 + 2t/n) e / n) sum_j eta^2 "
+                                 "E[F_S(w_j)] (measured)", "", checked="fresh", tag="EXPLICIT-DD"),
 }
 
 
-def _figure(t, curves, bound, verdicts, title, thm):
-    """The searched worst case, flip and farthest against t with the bound and a t^exponent guide."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.0, 6.0))
-    styles = {"searched": ("C0", "o-"), "flip": ("C2", "s--"), "farthest": ("C3", "^--"), "fresh": ("C4", "d:")}
-    for name, m in curves.items():
-        col, st = styles[name]
-        est = np.asarray(m["estimate"].values, float)
-        lo, hi = np.asarray(m["lower"].values, float), np.asarray(m["upper"].values, float)
-        ok = est > 0
-        lab = {"searched": "searched worst case (fresh replicates): uniform stability, lower estimate",
-               "fresh": "on-average: k random, i.i.d. replacement"}.get(name, f"typical neighbour: {name}")
-        ax.plot(t[ok], est[ok], st, color=col, markersize=3, label=lab)
-        band = lo > 0
-        ax.fill_between(t, np.where(band, lo, np.nan), np.where(band, hi, np.nan), color=col, alpha=0.2, linewidth=0)
-    ax.plot(t, bound, "-", color="k", linewidth=1.8,
-            label=f"P1 {thm[0]} bound {thm[3]}" + (f" — {verdicts[0].summary()}" if verdicts else ""))
-    ref = bound[-1] * (t / t[-1]) ** thm[1] * (float(curves["searched"]["estimate"][-1]) / bound[-1])
-    ax.plot(t, ref, ":", color="grey", label=f"{thm[2]} through the searched value at T"
-            + (f" — rate: {verdicts[1].summary()}" if len(verdicts) > 1 else ""))
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("t (steps)")
-    ax.set_ylabel("E ||A_t(S) - A_t(S')||")
-    ax.set_title(title, fontsize=9)
-    pos = np.concatenate([np.asarray(m["estimate"].values, float) for m in curves.values()])
-    pos = pos[pos > 0]
-    if pos.size:
-        ax.set_ylim(bottom=pos.min() / 3)
-    ax.legend(fontsize=6.5, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=1, frameon=False)
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
-    return fig
+def _measure(sub, name, thm, gamma):
+    """The theorem's measure of one neighbour's fresh-replicate distances (estimate, lower, upper)."""
+    one = sub.sel(neighbour=name).drop_vars("neighbour").assign_attrs(neighbour=name)
+    if thm.measure == "mean":
+        return uas_mean(one)
+    if thm.measure == "quantile":
+        return uas_quantile(one, gamma)
+    out = mean_ci(one["dist_output"] ** 2)
+    out.attrs.update(quantity="onavg_stability", neighbour=name)
+    return out
 
 
-@register_check("p1_tightness", description="P1 Thm 4/5: searched worst-case UAS vs the bound and vs its growth in t")
-def check_tightness(spec, ds) -> CheckResult:
-    """P1 Thm 4/5 tightness: the searched worst case against the bound and its growth in t."""
+def _bound(key, thm, t, n, eta, c, gamma, sub, notes):
+    """The bound on t (P4: at the measured sum_j eta^2 E[F_S(w_j)], the CI lower end floored at 0)."""
     from ..theory import get
 
+    if key.startswith("P1."):
+        return np.asarray(get(key)(t=t, n=n, eta=eta, G=c["G"]), float)
+    if key.startswith("P0."):
+        return np.asarray(get(key)(T=t, n=n, eta=eta, G=c["G"], gamma=gamma), float)
+    s = np.maximum(np.asarray(mean_ci(sub["eta2_loss_path"])["lower"].values, float), 0.0)
+    notes.append("sum_j eta^2 E[F_S(w_j)] measured on this S (eta2_loss_path of the run on S, 95% CI lower end "
+                 "floored at 0); the lemma bounds E_S of the on-average stability, here one S is fixed")
+    return np.asarray([get(key)(n=n, L=c["L"], sum_eta2_EFS=float(si), T=float(ti), eta=eta)
+                       for ti, si in zip(t, s)], float)
+
+
+def _search_note(sub):
+    return (f"found k={sub.attrs.get('search_k')}, y'={sub.attrs.get('search_y')}, x'=[{sub.attrs.get('search_x')}] "
+            f"({sub.attrs.get('search_evals')} evaluations at t={sub.attrs.get('search_t')}; in-sample "
+            f"{float(sub.attrs.get('search_in_sample', np.nan)):.4g})")
+
+
+QUANTITY = {"mean": "uas_mean", "quantile": "uas_quantile", "mean_sq": "onavg_stability"}
+
+
+def _rate(spec, key, thm, t, vals, bound, notes=()):
+    """``check_rate`` of per-replicate values (R, len(t)) on the checkpoints where >= 10 % have diverged
+    (the slope of their mean, also for a quantile bound: its rate in t is that of the mean here)."""
+    use = (vals > 0).mean(axis=0) >= 0.1
+    if thm.exponent is None or use.sum() < 3:
+        return None
+    return check_rate(t[use], vals[:, use], thm.exponent, "upper", key=key, quantity=QUANTITY[thm.measure],
+                      bound_values=bound[use], seed=spec.seed, log_factors=thm.log_factors,
+                      notes=[f"fit over t in [{t[use][0]:g}, {t[use][-1]:g}] ({int(use.sum())} checkpoints where "
+                             ">= 10 % of replicates have diverged)", *notes])
+
+
+def _rate_explanation(vr, thm, what="the worst case found"):
+    if vr.verdict == "faster than claimed":
+        return (f"{what} grows like t^{vr.slope:.2g} < t^{thm.exponent:g}: the {thm.term} term is not attained on "
+                "this range (a lower estimate of the sup, so this does not prove the term loose)")
+    if vr.verdict == "matches":
+        return f"{what} grows like {thm.term}: the {thm.term} term of the bound is attained in rate"
+    if vr.verdict == "inconsistent":
+        return (f"{what} grows like t^{vr.slope:.2g}, faster than {thm.term}: "
+                + ("the t/n term (or the " if thm.exponent < 1 else "the (") + "start-up of the divergence) "
+                "dominates on this range")
+    return "the slope fit is inconclusive: " + "; ".join(vr.notes)
+
+
+def _searched_vs_hand_picked(sub, thm, curves, sfx, res):
+    """Searched - max(flip, farthest) at T on the same fresh ids: a paired CI (means), or the CIs."""
+    hand = [nm for nm in curves if nm not in ("searched",) + ON_AVERAGE]
+    if "searched" not in curves or not hand:
+        return
+    T = float(sub["t"].values[-1])
+    best = max(hand, key=lambda nm: float(curves[nm]["estimate"][-1]))
+    if thm.measure == "quantile":
+        s_, b_ = curves["searched"], curves[best]
+        res.measured[f"searched vs {best} (best hand-picked) at T={T:g}: estimates and CIs" + sfx] = (
+            f"{float(s_['estimate'][-1]):.4g} [{float(s_['lower'][-1]):.4g}, {float(s_['upper'][-1]):.4g}] vs "
+            f"{float(b_['estimate'][-1]):.4g} [{float(b_['lower'][-1]):.4g}, {float(b_['upper'][-1]):.4g}]")
+        if float(s_["upper"][-1]) < float(b_["estimate"][-1]):
+            res.notes.append(f"{sfx.strip(' ()') or 'cell'}: the hand-picked {best} beats the searched neighbour at T "
+                             "(the search missed it: raise [search] max_evals / screen)")
+        return
+    p = 2 if thm.measure == "mean_sq" else 1
+    last = sub["dist_output"].isel(t=-1)
+    diff = mean_ci(last.sel(neighbour="searched") ** p - last.sel(neighbour=best) ** p)
+    lo, est, hi = (float(diff[v]) for v in ("lower", "estimate", "upper"))
+    res.measured[f"searched - {best} (best hand-picked) at T={T:g}, paired on fresh ids" + sfx] = est
+    res.measured[f"searched - {best} at T={T:g}: 95% CI" + sfx] = f"[{lo:.4g}, {hi:.4g}]"
+    if hi < 0:
+        res.notes.append(f"{sfx.strip(' ()') or 'cell'}: the hand-picked {best} beats the searched neighbour at T "
+                         "(paired CI below 0; the search missed it: raise [search] max_evals / screen)")
+
+
+@register_check("p1_tightness", description="searched worst-case UAS vs the bound (P1 Thm 4/5, P0 Thm 1, P4 "
+                                           "Lemma 19a) and vs its growth in t; lower-bound instance")
+def check_tightness(spec, ds) -> CheckResult:
+    """Tightness: the searched worst case against the bound and its growth in t (module docstring)."""
     res = CheckResult()
     keys = [k for k in spec.bounds.get("keys", []) if k in THEOREMS]
     if len(keys) != 1:
         raise ValueError(f"[bounds] keys must name exactly one of {', '.join(THEOREMS)}")
     key = keys[0]
     thm = THEOREMS[key]
+    gamma = spec.bounds.get("gamma")
+    gamma = 0.05 if gamma is None else float(gamma)
     for label, params, sub in sweep_slices(spec, ds, consumed=("neighbour",)):
-        c = cell_constants(params)
-        eta, n = constant_eta(params), params["data"]["n"]
-        t = sub["t"].values.astype(float)
-        bound = np.asarray(get(key)(t=t, n=n, eta=eta, G=c["G"]), float)
-        curves = {name: uas_mean(sub.sel(neighbour=name).drop_vars("neighbour").assign_attrs(neighbour=name))
-                  for name in NEIGHBOURS if name in sub["neighbour"].values}
-        m = curves["searched"]
-        triv = 2 * c["radius"] if np.isfinite(c["radius"]) else None
-        found = (f"found k={sub.attrs.get('search_k')}, y'={sub.attrs.get('search_y')}, "
-                 f"x'=[{sub.attrs.get('search_x')}] ({sub.attrs.get('search_evals')} evaluations at "
-                 f"t={sub.attrs.get('search_t')}; in-sample {float(sub.attrs.get('search_in_sample', np.nan)):.4g})")
-        vb = check_bound(m, bound, "EXPLICIT", key=key, trivial_bound=triv,
-                         notes=[f"G = {c['G']:.4g} ({c['loss']}, kappa = {c['kappa']:.4g})", found])
-        # the rate: only checkpoints where the divergence has started in >= 10 % of the replicates
-        vals = sub["dist_output"].sel(neighbour="searched").transpose("replicate", "t").values
-        use = (vals > 0).mean(axis=0) >= 0.1
-        vr = None
-        if use.sum() >= 3:
-            vr = check_rate(t[use], vals[:, use], thm[1], "upper", key=key, quantity="uas_mean",
-                            bound_values=bound[use], seed=spec.seed,
-                            notes=[f"fit over t in [{t[use][0]:g}, {t[use][-1]:g}] ({int(use.sum())} checkpoints "
-                                   "where >= 10 % of replicates have diverged)",
-                                   thm[4]])
-        fig = _figure(t, curves, bound, [vb] + ([vr] if vr else []),
-                      f"P1 {thm[0]} tightness: searched worst case vs hand-picked neighbours\n" + cell_setting(params),
-                      thm)
-        figname = res.figure(figure_name(key.replace(".uas", ".tightness"), label), fig)
-        lbl = label or None
-        expl = None
-        if not vb.ok:
-            expl = ("the searched worst case (fresh replicates) is not certified below the bound: "
-                    + "; ".join(vb.notes))
-        res.add(vb, figure=figname, label=lbl, explanation=expl)
-        if vr is not None:
-            if vr.verdict == "faster than claimed":
-                e = (f"the worst case found grows like t^{vr.slope:.2g} < t^{thm[1]:g}: the {thm[2]} term is not attained by "
-                     "this search on this range (the searched neighbour is a lower estimate of the sup, so this "
-                     "does not prove the term loose)")
-            elif vr.verdict == "matches":
-                e = f"the worst case found grows like {thm[2]}: the {thm[2]} term of the bound is attained in rate"
-            elif vr.verdict == "inconsistent":
-                e = (f"the worst case found grows like t^{vr.slope:.2g}, faster than {thm[2]}: "
-                     + ("the 2t/n term (or the " if thm[1] < 1 else "the (")
-                     + "start-up of the divergence) dominates on this range")
-            else:
-                e = "the slope fit is inconclusive: " + "; ".join(vr.notes)
-            res.add(vr, figure=figname, label=lbl, explanation=e)
-        sfx = f" ({label})" if label else ""
-        T = t[-1]
-        best_lower = max(float(curves[nm]["lower"][-1]) for nm in curves)
-        res.measured["best lower estimate / bound at T" + sfx] = best_lower / float(bound[-1])
-        res.measured["max over t of best lower estimate / bound" + sfx] = float(
-            np.max(np.max([curves[nm]["lower"].values for nm in curves], axis=0) / bound))
-        for nm in curves:
-            res.measured[f"{nm} at T={T:g}" + sfx] = float(curves[nm]["estimate"][-1])
-        if "fresh" in sub["neighbour"].values:
-            sq = (sub["dist_output"].sel(neighbour="fresh") ** 2).isel(t=-1)
-            res.measured[f"on-average stability E||A(S) - A(S^(i))||^2 at T={T:g} (k random, i.i.d. z')" + sfx] = \
-                float(sq.mean())
-            res.measured[f"searched / on-average (mean distance) at T={T:g}" + sfx] = \
-                float(curves["searched"]["estimate"][-1]) / max(float(curves["fresh"]["estimate"][-1]), 1e-300)
-        res.measured[f"bound at T={T:g}" + sfx] = float(bound[-1])
-        res.measured["search in-sample at T" + sfx] = float(sub.attrs.get("search_in_sample", np.nan))
-        res.measured["G" + sfx] = c["G"]
-        if np.isfinite(c["radius"]) and bool((bound > 2 * c["radius"]).any()):
-            t_cross = float(t[np.argmax(bound > 2 * c["radius"])])
-            res.notes.append(f"{label or 'cell'}: ||A_t(S) - A_t(S')|| never exceeds the diameter 2R = "
-                             f"{2 * c['radius']:g} of W, which the bound passes at t = {t_cross:g}: beyond it the "
-                             "bound cannot be attained and the growth in t is capped by the projection")
-        if any(float(curves["searched"]["upper"][-1]) < float(curves[nm]["estimate"][-1])
-               for nm in curves if nm != "searched" and nm not in ON_AVERAGE):
-            res.notes.append(f"{label or 'cell'}: a hand-picked neighbour beats the searched one at T "
-                             "(the search missed it; raise [search] max_evals / screen)")
+        _cell(spec, res, key, thm, gamma, label, params, sub)
     res.notes.append("the searched neighbour is chosen on search replicate ids 0..R-1 (common random numbers) and "
                      "evaluated on disjoint fresh ids, so its fresh CI lower end is a valid lower estimate of the "
-                     "sup over neighbours of E||A_t(S) - A_t(S')|| for this S; hand-picked neighbours draw k per replicate.")
+                     "sup over neighbours of the measure for this S; hand-picked neighbours draw k per replicate.")
     res.notes.append("three notions on the same S and the same algorithm randomness: the searched worst case (uniform "
                      "stability, a sup over neighbours), the typical neighbours flip / farthest (k random), and the "
                      "on-average one (k random, the replacement an i.i.d. draw: P4 Def. 6 conditional on S); the "
                      "measured inputs give their ratio at T.")
     return res
+
+
+def _cell(spec, res, key, thm, gamma, label, params, sub):
+    """One cell: bound row, rate row, searched vs hand-picked, lower-bound instance rows, figure."""
+    c = cell_constants(params)
+    eta, n = constant_eta(params), params["data"]["n"]
+    t = sub["t"].values.astype(float)
+    notes = [f"G = {c['G']:.4g}, L = {c['L']:.4g} ({c['loss']}, kappa = {c['kappa']:.4g})", _search_note(sub)]
+    bound = _bound(key, thm, t, n, eta, c, gamma, sub, notes)
+    curves = {nm: _measure(sub, nm, thm, gamma) for nm in NEIGHBOURS if nm in sub["neighbour"].values}
+    triv = None
+    if np.isfinite(c["radius"]):
+        triv = (2 * c["radius"]) ** (2 if thm.measure == "mean_sq" else 1)
+    vb = check_bound(curves[thm.checked], bound, thm.tag, key=key, trivial_bound=triv, notes=notes)
+    vals = sub["dist_output"].sel(neighbour="searched").transpose("replicate", "t").values
+    vr = _rate(spec, key, thm, t, vals, bound, notes=[thm.note])
+    lb = _lower_bound(spec, res, key, thm, params, sub, label)
+    fig = tightness_figure(t, curves, bound, [vb] + ([vr] if vr else []),
+                           f"{thm.name} tightness: searched worst case vs hand-picked neighbours\n"
+                           + cell_setting(params), thm, thm.ylabel, lower_bound=lb)
+    figname = res.figure(figure_name(key.replace(".uas", "").replace(".onavg", "") + ".tightness", label), fig)
+    lbl = label or None
+    expl = None
+    if not vb.ok:
+        expl = (f"the {thm.checked} neighbour (fresh replicates) is not certified below the bound: "
+                + "; ".join(vb.notes))
+    res.add(vb, figure=figname, label=lbl, explanation=expl)
+    if vr is not None:
+        res.add(vr, figure=figname, label=lbl, explanation=_rate_explanation(vr, thm))
+    if lb is not None:
+        names = ("lower-bound instance", "lower-bound instance, per-iterate rate")
+        for v, nm in zip(lb["verdicts"], names):
+            expl = _rate_explanation(v, thm, "the lower-bound instance") if v.kind else None
+            res.add(v, figure=figname, label=f"{label}, {nm}" if label else nm, explanation=expl)
+    _measured(res, sub, thm, curves, bound, c, label)
+
+
+def _measured(res, sub, thm, curves, bound, c, label):
+    sfx = f" ({label})" if label else ""
+    t = sub["t"].values.astype(float)
+    T = t[-1]
+    # the notion the bound speaks of: every neighbour for a uniform bound, the on-average one for P4
+    same = [nm for nm in curves if thm.checked == "searched" or nm == thm.checked]
+    what = "best lower estimate" if thm.checked == "searched" else f"{thm.checked} (on-average) lower CI end"
+    res.measured[f"{what} / bound at T" + sfx] = max(float(curves[nm]["lower"][-1]) for nm in same) / float(bound[-1])
+    res.measured[f"max over t of {what} / bound" + sfx] = float(
+        np.max(np.max([curves[nm]["lower"].values for nm in same], axis=0) / bound))
+    if thm.checked != "searched":
+        res.measured["searched (uniform) lower CI end / on-average bound at T" + sfx] = \
+            float(curves["searched"]["lower"][-1]) / float(bound[-1])
+    for nm in curves:
+        res.measured[f"{nm} at T={T:g}" + sfx] = float(curves[nm]["estimate"][-1])
+    _searched_vs_hand_picked(sub, thm, curves, sfx, res)
+    if "fresh" in sub["neighbour"].values:
+        sq = (sub["dist_output"].sel(neighbour="fresh") ** 2).isel(t=-1)
+        res.measured[f"on-average stability E||A(S) - A(S^(i))||^2 at T={T:g} (k random, i.i.d. z')" + sfx] = \
+            float(sq.mean())
+        res.measured[f"searched / on-average ({thm.measure}) at T={T:g}" + sfx] = \
+            float(curves["searched"]["estimate"][-1]) / max(float(curves["fresh"]["estimate"][-1]), 1e-300)
+    res.measured[f"bound at T={T:g}" + sfx] = float(bound[-1])
+    res.measured["search in-sample at T" + sfx] = float(sub.attrs.get("search_in_sample", np.nan))
+    res.measured["G" + sfx] = c["G"]
+    if thm.measure != "mean_sq" and np.isfinite(c["radius"]) and bool((bound > 2 * c["radius"]).any()):
+        t_cross = float(t[np.argmax(bound > 2 * c["radius"])])
+        res.notes.append(f"{label or 'cell'}: ||A_t(S) - A_t(S')|| never exceeds the diameter 2R = "
+                         f"{2 * c['radius']:g} of W, which the bound passes at t = {t_cross:g}: beyond it the "
+                         "bound cannot be attained and the growth in t is capped by the projection")
+
+
+def _lower_bound(spec, res, key, thm, params, sub, label):
+    """The ``[lower_bound]`` instance's rows and panel (None when the study runs none): its mean
+    distance against the bound at the instance's n, eta, G, and its exponent in t over the
+    instance's window against sqrt(t), beside the event model's prediction."""
+    from ..lower_bounds import get_instance
+    from ..theory import get
+
+    lbp = params.get("lower_bound", {})
+    if lbp.get("instance", "none") == "none" or "lb_dist_output" not in sub:
+        return None
+    inst = get_instance(lbp["instance"], n=lbp["n"], hubs=lbp["hubs"], eta=lbp["eta"])
+    tl = sub["lb_t"].values.astype(float)
+    per = sub["lb_dist_output"].rename(lb_t="t").transpose("replicate", "t")
+    m = mean_ci(per)
+    m.attrs.update(quantity="uas_mean", neighbour=f"lower-bound instance {inst.name}")
+    bound = np.asarray(get(key)(t=tl, n=inst.n, eta=inst.eta, G=inst.G), float)
+    vb = check_bound(m, bound, "EXPLICIT", key=key, notes=[inst.reference, f"G = {inst.G:g}, n = {inst.n}, "
+                                                          f"eta = {inst.eta:g}, W = R^d; {inst.rate}"])
+    hi = min(inst.fit_to, tl[-1])
+    use = (tl >= inst.fit_from) & (tl <= hi)
+    exp = inst.expected(tl.astype(np.int64), samples=2000, seed=spec.seed)
+    vr = None
+    sfx = f" ({label})" if label else ""
+    if use.sum() >= 3:
+        # the rate row: the per-iterate distance, whose exact expected curve is t^(1/2) on the window up
+        # to ~0.01 (the output's, averaged from j = 1, keeps an onset transient: reported beside it)
+        slopes = {v: float(np.polyfit(np.log(tl[use]), np.log(exp[v][use]), 1)[0]) for v in ("output", "iterate")}
+        it = sub["lb_dist_iterate"].transpose("replicate", "lb_t").values[:, use]
+        vr = check_rate(tl[use], it, inst.exponent, "upper", key=key, quantity="", bound_values=bound[use],
+                        seed=spec.seed,
+                        notes=[f"per-iterate ||w_t - w'_t|| of the instance over t in [{tl[use][0]:g}, {tl[use][-1]:g}] "
+                               f"(from 10 x the mean onset time to before its pieces run out; its event model's slope "
+                               f"there: {slopes['iterate']:.3g}); {inst.rate}"])
+        vr = replace(vr, quantity="iterate_dist")
+        out = fit_slope(tl[use], per.values[:, use], seed=spec.seed)
+        res.measured["lower-bound instance: output exponent over the window (CI) vs its event model" + sfx] = \
+            f"{out.slope:.3g} [{out.lower:.3g}, {out.upper:.3g}] vs {slopes['output']:.3g}"
+        res.measured[f"lower-bound instance: iterate exponent in t over [{tl[use][0]:g}, {tl[use][-1]:g}]" + sfx] = \
+            float(vr.slope)
+    else:
+        res.notes.append(f"lower-bound instance{sfx}: its growth window [{inst.fit_from}, {min(inst.fit_to, tl[-1]):g}] "
+                         "holds fewer than 3 checkpoints, no rate fit: raise [lower_bound] n and T (T > 10 n / 2)")
+    Tl = tl[-1]
+    res.measured[f"lower-bound instance {inst.name} at T={Tl:g}" + sfx] = float(m["estimate"][-1])
+    res.measured[f"lower-bound instance: event model (expected) at T={Tl:g}" + sfx] = float(exp["output"][-1])
+    res.measured[f"lower-bound instance: lower CI end / bound at T={Tl:g}" + sfx] = float(m["lower"][-1]) / float(bound[-1])
+    return {"name": inst.name, "t": tl, "measure": m, "bound": bound, "expected": exp["output"],
+            "verdicts": [vb] + ([vr] if vr else []), "fit": (inst.fit_from, hi),
+            "title": f"lower-bound instance {inst.name!r} (BFGT 2020 mechanism): n={inst.n}, hubs={lbp['hubs']}, "
+                     f"eta={inst.eta:g}, G={inst.G:g}, W=R^d\n{inst.rate}"}

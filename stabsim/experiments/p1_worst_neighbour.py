@@ -12,8 +12,17 @@ Kind ``p1_tightness``
     p1_thm4_uas) and "fresh" (k random, the replacement a fresh draw from the population: the
     on-average notion of P4 Def. 6 on this S) over all checkpoints on *fresh* replicate ids ``fresh_start + r`` (r = the
     study's replicate ids), disjoint from the search ids: the winner's curse does not bias them.
-    Output: ``dist_output`` (neighbour, replicate, t) with neighbour = searched / flip / farthest / fresh
-    (``stabsim.setups.p1.NEIGHBOURS``).
+    Output: ``dist_output`` and ``dist_iterate`` (neighbour, replicate, t) with neighbour = searched /
+    flip / farthest / fresh (``stabsim.setups.p1.NEIGHBOURS``), and ``eta2_loss_path`` (replicate, t)
+    of the run on S (the same for every neighbour: sum_j eta_j^2 fhat_j(w_{j-1}), the measured input of
+    P4's on-average lemmas).  ``[search] measure``: what the search maximises at T, the mean of
+    ||A_T(S) - A_T(S')|| or its (1 - ``gamma``)-quantile over the algorithm's randomness (P0 Thm 1's
+    high-probability form).
+
+    ``[lower_bound] instance = "bfgt"`` adds the lower-bound instance ``stabsim.lower_bounds.bfgt_instance``
+    (its own data set, neighbour and settings: n, hubs, eta, T of the section; P1 Alg. 1, AUC hinge,
+    W = R^d) run on the study's replicate ids at ``checkpoints`` log-spaced steps of [1, T]:
+    ``lb_dist_output`` and ``lb_dist_iterate`` (replicate, lb_t).
 
 Its check is ``p1_tightness`` (``stabsim.analyses.p1_worst_neighbour``).
 """
@@ -24,8 +33,8 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p1 import NEIGHBOURS
-from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, choice, integer, register_kind, \
-    twin_params
+from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, choice, integer, number, open_unit, \
+    register_kind, twin_params
 
 
 def _check_k(v):
@@ -49,6 +58,22 @@ SEARCH = {
     "optimizer": Param("'de' or 'nelder-mead'", "de", choice(("de", "nelder-mead")), sweepable=False),
     "fresh_start": Param("first fresh replicate id (disjoint from the search ids)", 10 ** 6, integer(1),
                          sweepable=False),
+    "measure": Param("what the search maximises at T: 'mean' of ||A_T(S) - A_T(S')|| or its (1-gamma)-'quantile'",
+                     "mean", choice(("mean", "quantile")), sweepable=False),
+    "gamma": Param("gamma of the (1-gamma)-quantile (measure = 'quantile')", 0.05, open_unit(), sweepable=False),
+}
+
+LOWER_BOUND = {
+    "instance": Param("lower-bound instance beside the neighbours: 'none' or 'bfgt' (stabsim.lower_bounds)",
+                      "none", choice(("none", "bfgt")), sweepable=False),
+    "n": Param("the instance's data set size", 200, integer(5), sweepable=False),
+    "hubs": Param("the instance's hub positives (bfgt: hub-spoke pairs are its orthogonal kinks)", 1, integer(1),
+                  sweepable=False),
+    "eta": Param("the instance's constant step size (bfgt: eta c^2 >= 1/32 with c = 1)", 0.1,
+                 number(ge=1 / 32), sweepable=False),
+    "T": Param("the instance's number of steps", 2000, integer(2), sweepable=False),
+    "checkpoints": Param("number of log-spaced checkpoints of the instance in [1, T]", 16, integer(3),
+                         sweepable=False),
 }
 
 
@@ -66,9 +91,41 @@ def _validate(spec):
             raise StudyError("p1_tightness: [search] fresh_start must be >= [search] replicates")
         if spec.replicates + s["fresh_start"] > 2 ** 62:
             raise StudyError("p1_tightness: fresh ids too large")
+        lb, a = p["lower_bound"], p["algorithm"]
+        if lb["instance"] != "none":
+            if (a["name"], a["loss"]) != ("p1_alg1", "auc_hinge"):
+                raise StudyError(f"p1_tightness: [lower_bound] instance = {lb['instance']!r} is an instance of P1 "
+                                 "Alg. 1 with the AUC hinge (P1 Thm 4): it needs [algorithm] name = 'p1_alg1' and "
+                                 "loss = 'auc_hinge'")
+            try:
+                _instance(lb)
+            except ValueError as e:
+                raise StudyError(f"p1_tightness: [lower_bound]: {e}") from None
 
 
 _SEARCH_CACHE: dict = {}
+
+
+def _instance(lb):
+    """The ``[lower_bound]`` instance of a cell (``stabsim.lower_bounds``)."""
+    from ..lower_bounds import get_instance
+
+    return get_instance(lb["instance"], n=lb["n"], hubs=lb["hubs"], eta=lb["eta"])
+
+
+def lower_bound_checkpoints(lb) -> np.ndarray:
+    """The instance's checkpoints: ``[lower_bound] checkpoints`` log-spaced steps of [1, T], and as many
+    again log-spaced over the instance's growth window [fit_from, min(fit_to, T)] (where its exponent
+    is fitted)."""
+    from ..twin import log_checkpoints
+
+    inst = _instance(lb)
+    T = lb["T"]
+    ck = log_checkpoints(T, lb["checkpoints"])
+    lo, hi = inst.fit_from, min(inst.fit_to, T)
+    if lo < hi:
+        ck = np.union1d(ck, np.unique(np.round(np.geomspace(lo, hi, lb["checkpoints"])).astype(np.int64)))
+    return ck
 
 
 def search_cell(spec, p):
@@ -85,14 +142,15 @@ def search_cell(spec, p):
     key = (spec.data_fingerprint, repr(sorted((sec, sorted(v.items(), key=str)) for sec, v in p.items()
                                            if isinstance(v, dict))))
     if key not in _SEARCH_CACHE:
+        measure = "mean" if s["measure"] == "mean" else ("quantile", s["gamma"])
         _SEARCH_CACHE[key] = worst_neighbour(
-            X, y, measure="mean", domain=("ball", float(pb.kappa)), k=s["k"], replicates=s["replicates"],
+            X, y, measure=measure, domain=("ball", float(pb.kappa)), k=s["k"], replicates=s["replicates"],
             fresh_replicates=0, seed=spec.seed, optimizer=s["optimizer"], max_evals=s["max_evals"],
             screen=s["screen"] or None, **kw)
     return X, y, pb, kw, _SEARCH_CACHE[key]
 
 
-@register_kind("p1_tightness", params=twin_params(search=SEARCH), validate=_validate,
+@register_kind("p1_tightness", params=twin_params(search=SEARCH, lower_bound=LOWER_BOUND), validate=_validate,
                description="searched worst-case neighbour (at T) + flip/farthest/fresh, evaluated on fresh replicates")
 def tightness_cell(spec, cell, replicates) -> xr.Dataset:
     """One cell of a ``p1_tightness`` study (see the module docstring)."""
@@ -103,17 +161,37 @@ def tightness_cell(spec, cell, replicates) -> xr.Dataset:
     reps = np.asarray(replicates, dtype=np.int64)
     fresh = reps + p["search"]["fresh_start"]
     ck = _twin_kwargs(spec, p)["checkpoints"]
-    runs = []
+    runs, path = {"dist_output": [], "dist_iterate": []}, None
     for name in NEIGHBOURS:
         nb = res.neighbour if name == "searched" else name
         ds = run_twin(X, y, replicates=fresh, seed=spec.seed, neighbour=nb, checkpoints=ck, problem=pb,
                       progress=False, **kw)
-        runs.append(ds["dist_output"].assign_coords(replicate=reps))
-    out = xr.Dataset({"dist_output": xr.concat(runs, dim=xr.DataArray(list(NEIGHBOURS), dims="neighbour"))})
+        for var in runs:
+            runs[var].append(ds[var].assign_coords(replicate=reps))
+        path = ds["eta2_loss_path"].assign_coords(replicate=reps) if path is None else path
+    dim = xr.DataArray(list(NEIGHBOURS), dims="neighbour")
+    out = xr.Dataset({var: xr.concat(v, dim=dim) for var, v in runs.items()})
+    out["eta2_loss_path"] = path.drop_vars([c for c in path.coords if c not in path.dims])
     out["dist_output"].attrs.update(long_name="||A_t(S) - A_t(S')|| on fresh replicate ids (id + fresh_start)")
+    out["dist_iterate"].attrs.update(long_name="||w_t - w'_t|| on fresh replicate ids (id + fresh_start)")
+    out["eta2_loss_path"].attrs.update(long_name="sum_{j<=t} eta_j^2 fhat_j(w_{j-1}) of the run on S")
+    if p["lower_bound"]["instance"] != "none":
+        out = out.merge(lower_bound_runs(spec, p["lower_bound"], reps))
     out.attrs.update(problem=pb.name, search_k=int(res.k), search_y=float(res.y),
                      search_x=" ".join(f"{v:.6g}" for v in res.x), search_in_sample=float(res.in_sample),
                      search_evals=int(res.n_evals), search_t=int(res.t),
                      search_domain=f"ball of radius kappa = {pb.kappa:.6g}",
                      fresh_start=int(p["search"]["fresh_start"]))
+    return out
+
+
+def lower_bound_runs(spec, lb, reps) -> xr.Dataset:
+    """The ``[lower_bound]`` instance on the replicate ids ``reps``: ``lb_dist_output`` and
+    ``lb_dist_iterate`` (replicate, lb_t)."""
+    inst = _instance(lb)
+    ds = inst.run(T=lb["T"], replicates=reps, seed=spec.seed, checkpoints=lower_bound_checkpoints(lb))
+    out = xr.Dataset({f"lb_{v}": (("replicate", "lb_t"), ds[v].values) for v in ("dist_output", "dist_iterate")},
+                     coords={"replicate": reps, "lb_t": ds["t"].values})
+    out["lb_dist_output"].attrs.update(long_name=f"||A_t(S) - A_t(S')|| of the lower-bound instance {inst.name!r}")
+    out["lb_dist_iterate"].attrs.update(long_name=f"||w_t - w'_t|| of the lower-bound instance {inst.name!r}")
     return out
