@@ -61,6 +61,27 @@ def test_wrong_bound_is_violated(out, monkeypatch):
     assert "violated" in (sdir / "summary.md").read_text()
 
 
+def test_analyse_closes_the_figures_it_opened(tmp_path):
+    """pyplot keeps every figure until it is closed; a suite must not end holding all of them (#17).
+    p4_thm2_thm5_sigma2's check draws with pyplot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from stabsim.analyses import analyse
+    from stabsim.cli import main
+
+    assert main(["run", "p4_thm2_thm5_sigma2", "--quick", "--out", str(tmp_path), "--no-progress",
+                 "--no-analyse"]) == 0
+    mine = plt.figure()                      # a figure of the caller's: left alone
+    before = set(plt.get_fignums())
+    rec = analyse(tmp_path / "p4_thm2_thm5_sigma2")
+    assert rec["rows"] and list((tmp_path / "p4_thm2_thm5_sigma2" / "figures").glob("*.png"))
+    assert set(plt.get_fignums()) == before and plt.fignum_exists(mine.number)
+    plt.close(mine)
+
+
 def test_unknown_check_is_an_error_row(out):
     from stabsim.analyses import get_check
 

@@ -257,6 +257,26 @@ def rate_explanation(v: Verdict, failure: str) -> str | None:
     return f"{v.label}: no claim either way; " + "; ".join(v.notes)
 
 
+def _open_figures() -> set:
+    """Numbers of the pyplot figures open now (empty when pyplot was never imported)."""
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    return set(plt.get_fignums()) if plt is not None else set()
+
+
+def _close_figures_since(before: set) -> None:
+    """Close the pyplot figures a check opened (saved by then).  pyplot keeps every figure until it
+    is closed: a suite of ~70 studies otherwise ends holding all their figures (issue #17, memory)."""
+    import sys
+
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return
+    for num in set(plt.get_fignums()) - before:
+        plt.close(num)
+
+
 #: kinds of check, counted separately in the report (a theorem bound is not a reproduction).
 CHECK_KINDS = ("bound", "rate", "privacy", "audit", "condition", "reproduction", "identity", "other")
 _REPRO_TAGS = ("REPRO", "EXPERIMENT", "QUALITATIVE", "CLAIM")
@@ -349,6 +369,7 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
     if name is None:
         error = "the study names no analysis check ([study] check = \"...\")"
     else:
+        open_before = _open_figures()
         try:
             res = get_check(name).func(spec, ds)
         except Exception as e:  # the suite goes on; the summary says what went wrong
@@ -361,6 +382,8 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
 
     for fname, fig in res.figures:
         save(fig, figdir / fname)
+    if name is not None:
+        _close_figures_since(open_before)
     rows = [_row(res, i) for i in range(len(res.verdicts))]
     if error:
         rows.append({"theorem": "", "key": name or "", "label": "", "quantity": "", "tag": "", "verdict": "error",
