@@ -19,20 +19,28 @@ the key comes from ``[bounds] keys``, one of ``THEOREMS``)
     own n, eta, G (a second row) and its exponent in t over the instance's window against sqrt(t) (a third
     row), next to the event model's prediction.  One figure: bound, flip, farthest, fresh and the searched
     worst case against t (left), the lower-bound instance (right).
+    Across cells (``across_cells``), when the study sweeps ``[algorithm] eta`` and/or ``[data] n`` (study
+    ``p1_thm4_tightness_sweep``): per slice of the other axes, every neighbour's measure and the bound at
+    the final T against eta (resp. n) on log-log axes, and ``check_rate`` of the checked neighbour's
+    exponent in it against the bound's: 1 in eta (every bound here but P4's is linear in eta), in n the
+    bound's own least-squares log-log slope over the swept n at T (P1 Thm 4: only its 2t/n term depends
+    on n), computed from the bound -- not a rate the paper states.
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 
 import numpy as np
+import xarray as xr
 
 from ..measures import mean_ci, uas_mean, uas_quantile
 from ..setups.constants import cell_constants
 from ..setups.p1 import NEIGHBOURS, ON_AVERAGE
-from ..verdicts import check_bound, check_rate, fit_slope
+from ..verdicts import bound_slope, check_bound, check_rate, fit_slope
 from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
-from .tightness_figure import tightness_figure
+from .tightness_figure import sweep_figure, tightness_figure
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ class Theorem:
     checked: str = "searched"
     tag: str = "EXPLICIT"
     log_factors: str = ""
+    eta_linear: bool = True  # the bound is linear in eta (exponent 1); else its slope in eta is measured
 
     @property
     def ylabel(self) -> str:
@@ -69,7 +78,7 @@ THEOREMS = {
                                 "(t > ~30 at n = 20); the sqrt(t) term never leads here (ln(1/g) ln(et) > sqrt(t) for "
                                 "t < ~200 at g = 0.1)", log_factors="ln(et)"),
     "P4.Lemma19a.onavg": Theorem("P4 Lemma 19(a)", "mean_sq", None, "", "(16 L (1 + 2t/n) e / n) sum_j eta^2 "
-                                 "E[F_S(w_j)] (measured)", "", checked="fresh", tag="EXPLICIT-DD"),
+                                 "E[F_S(w_j)] (measured)", "", checked="fresh", tag="EXPLICIT-DD", eta_linear=False),
 }
 
 
@@ -100,10 +109,21 @@ def _bound(key, thm, t, n, eta, c, gamma, sub, notes):
                        for ti, si in zip(t, s)], float)
 
 
+def _search_info(sub) -> dict:
+    """The cell's search result: its per-cell variables ``search_*`` (kept in a sweep), else the
+    attrs of the same names (data written before the variables existed)."""
+    if "search_in_sample" not in sub:
+        return {k: sub.attrs.get(f"search_{k}") for k in ("k", "y", "x", "evals", "t", "in_sample")}
+    x = np.asarray(sub["search_x"].values, float)
+    return {"k": int(sub["search_k"]), "y": float(sub["search_y"]), "x": " ".join(f"{v:.6g}" for v in x[np.isfinite(x)]),
+            "evals": int(sub["search_evals"]), "t": int(sub["search_t"]), "in_sample": float(sub["search_in_sample"])}
+
+
 def _search_note(sub):
-    return (f"found k={sub.attrs.get('search_k')}, y'={sub.attrs.get('search_y')}, x'=[{sub.attrs.get('search_x')}] "
-            f"({sub.attrs.get('search_evals')} evaluations at t={sub.attrs.get('search_t')}; in-sample "
-            f"{float(sub.attrs.get('search_in_sample', np.nan)):.4g})")
+    s = _search_info(sub)
+    ins = np.nan if s["in_sample"] is None else s["in_sample"]
+    return (f"found k={s['k']}, y'={s['y']}, x'=[{s['x']}] ({s['evals']} evaluations at t={s['t']}; in-sample "
+            f"{float(ins):.4g})")
 
 
 QUANTITY = {"mean": "uas_mean", "quantile": "uas_quantile", "mean_sq": "onavg_stability"}
@@ -175,6 +195,11 @@ def check_tightness(spec, ds) -> CheckResult:
     gamma = 0.05 if gamma is None else float(gamma)
     for label, params, sub in sweep_slices(spec, ds, consumed=("neighbour",)):
         _cell(spec, res, key, thm, gamma, label, params, sub)
+    across_cells(spec, ds, res, key, thm, gamma)
+    if any(a in spec.sweep for a in ("eta", "n")):
+        res.notes.append("eta or n is swept: the rows across cells compare the exponents in eta and n; no per-cell "
+                         "exponent in t (the short runs sit in the start-up of the divergence; the exponent in t "
+                         "is the job of the unswept tightness studies).")
     res.notes.append("the searched neighbour is chosen on search replicate ids 0..R-1 (common random numbers) and "
                      "evaluated on disjoint fresh ids, so its fresh CI lower end is a valid lower estimate of the "
                      "sup over neighbours of the measure for this S; hand-picked neighbours draw k per replicate.")
@@ -198,7 +223,11 @@ def _cell(spec, res, key, thm, gamma, label, params, sub):
         triv = (2 * c["radius"]) ** (2 if thm.measure == "mean_sq" else 1)
     vb = check_bound(curves[thm.checked], bound, thm.tag, key=key, trivial_bound=triv, notes=notes)
     vals = sub["dist_output"].sel(neighbour="searched").transpose("replicate", "t").values
-    vr = _rate(spec, key, thm, t, vals, bound, notes=[thm.note])
+    # a study sweeping eta or n compares exponents across cells; its short per-cell runs (T ~ 100)
+    # sit in the start-up of the divergence, where a slope in t says nothing about the sqrt(t) term
+    # (p1_thm4_tightness checks that), so no per-cell rate row there
+    swept = any(a in spec.sweep for a in ("eta", "n"))
+    vr = None if swept else _rate(spec, key, thm, t, vals, bound, notes=[thm.note])
     lb = _lower_bound(spec, res, key, thm, params, sub, label)
     fig = tightness_figure(t, curves, bound, [vb] + ([vr] if vr else []),
                            f"{thm.name} tightness: searched worst case vs hand-picked neighbours\n"
@@ -243,7 +272,8 @@ def _measured(res, sub, thm, curves, bound, c, label):
         res.measured[f"searched / on-average ({thm.measure}) at T={T:g}" + sfx] = \
             float(curves["searched"]["estimate"][-1]) / max(float(curves["fresh"]["estimate"][-1]), 1e-300)
     res.measured[f"bound at T={T:g}" + sfx] = float(bound[-1])
-    res.measured["search in-sample at T" + sfx] = float(sub.attrs.get("search_in_sample", np.nan))
+    ins = _search_info(sub)["in_sample"]
+    res.measured["search in-sample at T" + sfx] = np.nan if ins is None else float(ins)
     res.measured["G" + sfx] = c["G"]
     if thm.measure != "mean_sq" and np.isfinite(c["radius"]) and bool((bound > 2 * c["radius"]).any()):
         t_cross = float(t[np.argmax(bound > 2 * c["radius"])])
@@ -302,3 +332,127 @@ def _lower_bound(spec, res, key, thm, params, sub, label):
             "verdicts": [vb] + ([vr] if vr else []), "fit": (inst.fit_from, hi),
             "title": f"lower-bound instance {inst.name!r} (BFGT 2020 mechanism): n={inst.n}, hubs={lbp['hubs']}, "
                      f"eta={inst.eta:g}, G={inst.G:g}, W=R^d\n{inst.rate}"}
+
+
+# ---- across cells: the worst case at T against eta and against n --------------------------------
+
+#: the swept variables the check fits across cells: name -> the (section, key) of the study file
+ACROSS = {"eta": ("algorithm", "eta"), "n": ("data", "n")}
+
+
+def across_cells(spec, ds, res, key, thm, gamma):
+    """For each of eta, n (``ACROSS``) that the study sweeps over >= 2 numeric values: per slice of
+    the other axes, ``_across`` (the measure at T against it, its exponent vs the bound's)."""
+    for var, where in ACROSS.items():
+        axis = next((a for a, sk in spec.axes.items() if sk == where and a in ds.dims), None)
+        if axis is None or ds.sizes[axis] < 2:
+            continue
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in spec.sweep[axis]):
+            res.notes.append(f"across {var}: the swept values are not all numbers (a schedule?), no fit in {var}")
+            continue
+        for label, params, sub in sweep_slices(spec, ds, consumed=("neighbour", axis)):
+            _across(spec, res, key, thm, gamma, var, axis, label, params, sub)
+
+
+def _at_T(spec, key, thm, gamma, var, axis, params, sub):
+    """Per swept value (ascending): the bound at T, each neighbour's measure at T and its
+    per-replicate values at T (its distance, squared for E||.||^2), (R, len(x)) per neighbour."""
+    sec, k = spec.axes[axis]
+    xs = sorted(v.item() if hasattr(v, "item") else v for v in sub[axis].values)
+    bound, meas, per, T = [], {}, {}, None
+    for v in xs:
+        cell = sub.sel({axis: v}).dropna("t", how="all", subset=["dist_output"])
+        p = copy.deepcopy(params)
+        p[sec][k] = v
+        c = cell_constants(p)
+        t = cell["t"].values.astype(float)
+        if T is not None and t[-1] != T:
+            raise ValueError(f"across {var}: the cells end at different T ({T:g}, {t[-1]:g})")
+        T = t[-1]
+        bound.append(float(_bound(key, thm, t, p["data"]["n"], constant_eta(p), c, gamma, cell, [])[-1]))
+        for nm in NEIGHBOURS:
+            if nm in cell["neighbour"].values:
+                meas.setdefault(nm, []).append(_measure(cell, nm, thm, gamma).isel(t=-1, drop=True))
+                last = cell["dist_output"].sel(neighbour=nm).isel(t=-1).transpose("replicate").values
+                per.setdefault(nm, []).append(last ** (2 if thm.measure == "mean_sq" else 1))
+    x = np.asarray(xs, float)
+    curves = {nm: xr.concat(m, dim=xr.DataArray(x, dims=var)) for nm, m in meas.items()}
+    return x, float(T), np.asarray(bound), curves, {nm: np.stack(v, axis=1) for nm, v in per.items()}
+
+
+def _bound_exponent(thm, var, x, bound):
+    """The bound's exponent in ``var`` and where it comes from."""
+    slope = bound_slope(x, bound)
+    if var == "eta" and thm.eta_linear:
+        return 1.0, (f"the bound's exponent in eta: 1 ({thm.name}: {thm.formula} is linear in eta; its log-log "
+                     f"slope over the swept eta at T: {slope:.4g})")
+    what = ("only the 2t/n term depends on n, so it lies in (-1, 0)" if thm.name == "P1 Thm 4" else
+            "the bound's own dependence on n at T")
+    return slope, (f"the bound's exponent in {var} at T: {slope:.3g}, its own least-squares log-log slope over the "
+                   f"swept {var} (computed from the bound at T, {what}; not a rate the paper states)")
+
+
+def _across(spec, res, key, thm, gamma, var, axis, label, params, sub):
+    """One slice: the theorem's measure of every neighbour and the bound at T against ``var``, the
+    ``check_rate`` of the checked neighbour's exponent in ``var`` against the bound's (paired bootstrap
+    over the replicate ids: every cell runs the same fresh ids, so the tuples over cells are i.i.d. in r)."""
+    x, T, bound, curves, pers = _at_T(spec, key, thm, gamma, var, axis, params, sub)
+    nm = thm.checked
+    per = pers[nm]
+    sfx = f" ({label})" if label else ""
+    what = {"searched": "searched worst case", "fresh": "on-average neighbour (fresh)"}.get(nm, nm)
+    if (per.mean(axis=0) <= 0).any():
+        res.notes.append(f"across {var}{sfx}: the {what} has not diverged at T for some {var}, no exponent fit")
+        return
+    a, src = _bound_exponent(thm, var, x, bound)
+    try:
+        vr = check_rate(x, per, a, "upper", key=key, quantity=QUANTITY[thm.measure], bound_values=bound,
+                        seed=spec.seed, notes=[f"{what} at T={T:g} against {var} = {', '.join(f'{v:g}' for v in x)}",
+                                               src, "bootstrap paired over the fresh replicate ids, which every cell runs"
+                                               + (" (the slope of the mean, also for the quantile bound)"
+                                                  if thm.measure == "quantile" else "")])
+    except ValueError as e:  # too few diverged replicates for a log-log fit
+        res.notes.append(f"across {var}{sfx}: no exponent fit ({e})")
+        return
+    others = {}
+    for o, po in pers.items():
+        if o != nm and (po.mean(axis=0) > 0).all():
+            try:
+                f = fit_slope(x, po, seed=spec.seed)
+            except ValueError:
+                continue
+            others[o] = f"{f.slope:.3g} [{f.lower:.3g}, {f.upper:.3g}]"
+    shown = copy.deepcopy(params)
+    shown[spec.axes[axis][0]][spec.axes[axis][1]] = f"{x[0]:g}..{x[-1]:g}"
+    fig = sweep_figure(x, var, curves, bound, vr, thm, a, f"{thm.name} tightness at T={T:g} against {var}: "
+                       f"{what} vs hand-picked neighbours\n" + cell_setting(shown))
+    figname = res.figure(figure_name(key.replace(".uas", "").replace(".onavg", "") + f".tightness_vs_{var}", label), fig)
+    res.add(vr, figure=figname, label=(f"{label}, " if label else "") + f"across {var} at T={T:g}",
+            explanation=_across_explanation(vr, var, a, what))
+    res.measured[f"{what}: exponent in {var} at T={T:g} (95% CI)" + sfx] = \
+        f"{vr.slope:.3g} [{vr.slope_lower:.3g}, {vr.slope_upper:.3g}]"
+    res.measured[f"bound: exponent in {var} at T={T:g}" + sfx] = a
+    if var == "eta" and thm.eta_linear:
+        res.measured[f"bound: log-log slope in eta over the sweep at T={T:g}" + sfx] = bound_slope(x, bound)
+    if others:
+        res.measured[f"hand-picked / on-average: exponents in {var} at T={T:g} (95% CI)" + sfx] = \
+            "; ".join(f"{o} {v}" for o, v in others.items())
+    res.measured[f"{var} values" + sfx] = [float(v) for v in x]
+    res.measured[f"{what} at T={T:g} by {var}" + sfx] = [float(v) for v in curves[nm]["estimate"].values]
+    res.measured[f"bound at T={T:g} by {var}" + sfx] = [float(v) for v in bound]
+
+
+def _across_explanation(vr, var, a, what):
+    if vr.verdict == "matches":
+        return (f"the {what} scales like {var}^{vr.slope:.2g}, consistent with the bound's exponent {a:.3g} in {var}: "
+                f"the bound's dependence on {var} is attained in rate")
+    if vr.verdict == "faster than claimed":
+        how = "grows more slowly" if a > 0 else "decays faster"
+        return (f"the {what} {how} in {var} than the bound ({var}^{vr.slope:.2g} vs {var}^{a:.3g}): the bound's "
+                f"{var}-dependence is not attained on this range (a lower estimate of the sup, so this does not "
+                "prove it loose)")
+    if vr.verdict == "inconsistent":
+        how = "grows faster" if a >= 0 else "decays more slowly"
+        return (f"the {what} {how} in {var} than the bound ({var}^{vr.slope:.2g} vs {var}^{a:.3g}) on this range; "
+                "the bound itself is checked per cell (its own rows)")
+    return "the slope fit is inconclusive: " + "; ".join(vr.notes)

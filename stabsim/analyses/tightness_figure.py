@@ -1,6 +1,7 @@
-"""The figure of the ``p1_tightness`` check (``stabsim.analyses.p1_worst_neighbour``): the bound, the
+"""The figures of the ``p1_tightness`` check (``stabsim.analyses.p1_worst_neighbour``): the bound, the
 hand-picked neighbours, the searched worst case and the on-average neighbour against t (left panel)
-and, when the study runs one, the lower-bound instance against its own bound (right panel)."""
+and, when the study runs one, the lower-bound instance against its own bound (right panel)
+(``tightness_figure``); the same at the final T against a swept eta or n (``sweep_figure``)."""
 
 from __future__ import annotations
 
@@ -29,10 +30,10 @@ def _guide(ax, t, through, exponent, text):
         ax.plot(t, through * (t / t[-1]) ** exponent, ":", color="grey", label=text)
 
 
-def _finish(ax, values, ylabel, title):
+def _finish(ax, values, ylabel, title, xlabel="t (steps)"):
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("t (steps)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=8.5)
     pos = np.concatenate([np.ravel(v) for v in values]) if values else np.array([])
@@ -80,5 +81,32 @@ def tightness_figure(t, curves, bound, verdicts, title, thm, ylabel, lower_bound
                "sqrt(t) through the instance at T" + (f" — rate of ||w_t - w'_t||: {v[1].summary()}" if len(v) > 1 else ""))
         ax.axvspan(lb["fit"][0], lb["fit"][1], color="C1", alpha=0.06, linewidth=0)
         _finish(ax, shown, "E ||A_t(S) - A_t(S')||", lb["title"])
+    fig.tight_layout()
+    return fig
+
+
+XLABELS = {"eta": "eta (constant step size)", "n": "n (data set size)"}
+
+
+def sweep_figure(x, var, curves, bound, verdict, thm, exponent, title):
+    """Log-log against the swept ``var`` (values ``x``): ``curves`` ({neighbour: measure Dataset
+    along ``var``}, taken at the final T), the bound at T with the rate ``verdict`` of the checked
+    neighbour, and the bound's shape (exponent ``exponent`` in ``var``) through it at the largest x."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.0, 6.4))
+    shown = [_curve(ax, x, m, name, LABELS.get(name, f"typical neighbour: {name}")) for name, m in curves.items()]
+    ax.plot(x, bound, "-", color="k", linewidth=1.8, marker=".", label=f"{thm.name} bound at T: {thm.formula}")
+    shown.append(bound)
+    ref = thm.checked if thm.checked in curves else next(iter(curves))
+    through = float(curves[ref]["estimate"][-1])
+    if np.isfinite(through) and through > 0:  # the bound's shape (its exponent: `exponent`) through the value
+        ax.plot(x, through * bound / bound[-1], ":", color="grey",
+                label=f"the bound's shape (exponent {exponent:.3g} in {var}) through the {ref} value at the largest "
+                      f"{var} — rate: {verdict.summary()}")
+    _finish(ax, shown, thm.ylabel + " at T", title, XLABELS.get(var, var))
     fig.tight_layout()
     return fig

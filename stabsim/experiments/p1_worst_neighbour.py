@@ -15,7 +15,9 @@ Kind ``p1_tightness``
     Output: ``dist_output`` and ``dist_iterate`` (neighbour, replicate, t) with neighbour = searched /
     flip / farthest / fresh (``stabsim.setups.p1.NEIGHBOURS``), and ``eta2_loss_path`` (replicate, t)
     of the run on S (the same for every neighbour: sum_j eta_j^2 fhat_j(w_{j-1}), the measured input of
-    P4's on-average lemmas).  ``[search] measure``: what the search maximises at T, the mean of
+    P4's on-average lemmas); the search result per cell: ``search_k``, ``search_y``, ``search_x``
+    (search_coord), ``search_in_sample``, ``search_evals``, ``search_t`` (also as attrs, which a sweep
+    drops where the cells differ).  ``[search] measure``: what the search maximises at T, the mean of
     ||A_T(S) - A_T(S')|| or its (1 - ``gamma``)-quantile over the algorithm's randomness (P0 Thm 1's
     high-probability form).
 
@@ -175,6 +177,13 @@ def tightness_cell(spec, cell, replicates) -> xr.Dataset:
     out["dist_output"].attrs.update(long_name="||A_t(S) - A_t(S')|| on fresh replicate ids (id + fresh_start)")
     out["dist_iterate"].attrs.update(long_name="||w_t - w'_t|| on fresh replicate ids (id + fresh_start)")
     out["eta2_loss_path"].attrs.update(long_name="sum_{j<=t} eta_j^2 fhat_j(w_{j-1}) of the run on S")
+    # the search result also as per-cell variables: the attrs below are dropped where cells differ
+    out["search_k"] = ((), int(res.k), {"long_name": "replaced index k of the searched neighbour"})
+    out["search_y"] = ((), float(res.y), {"long_name": "label y' of the searched neighbour"})
+    out["search_x"] = (("search_coord",), np.asarray(res.x, float), {"long_name": "x' of the searched neighbour"})
+    out["search_in_sample"] = ((), float(res.in_sample), {"long_name": "the searched measure at T on the search ids"})
+    out["search_evals"] = ((), int(res.n_evals), {"long_name": "objective evaluations of the search"})
+    out["search_t"] = ((), int(res.t), {"long_name": "the step the search maximised at"})
     if p["lower_bound"]["instance"] != "none":
         out = out.merge(lower_bound_runs(spec, p["lower_bound"], reps))
     out.attrs.update(problem=pb.name, search_k=int(res.k), search_y=float(res.y),
