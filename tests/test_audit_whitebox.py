@@ -158,3 +158,21 @@ def test_every_iterate_refused_where_it_does_not_apply():
                   threat_model="every_iterate", verbose=False, **dict(d.kwargs, constraint="l2:1"))
     with pytest.raises(ValueError, match="unknown private algorithm"):
         worst_case_design("p9_alg1")
+
+
+def test_cli_worst_case_design_and_exit_status_4_when_the_accountant_is_exceeded(monkeypatch, tmp_path, capsys):
+    """`stabsim audit --data worst-case` runs the design; an audit above the accountant's eps at the
+    calibrated noise (here: an accountant made to under-state eps) exits with status 4."""
+    import json
+
+    from stabsim.privacy import audit_runner as ar
+
+    args = ["p2_alg1", "--data", "worst-case", "--n", "20", "--T", "10", "--eps", "4", "--delta", "1e-5",
+            "--replicates", "400", "--json", str(tmp_path / "a.json")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert ar.main(args) == 0
+        rec = json.loads((tmp_path / "a.json").read_text())
+        assert rec["threat_model"] == "every_iterate" and rec["gdp_exact"] and rec["gdp"]["mu_lower"] > 0
+        monkeypatch.setattr(ar, "accountant_epsilon_for", lambda record, noise_scale=1.0: (1e-3, 1e-3, "fake"))
+        assert ar.main(args) == 4
