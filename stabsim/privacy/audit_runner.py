@@ -410,8 +410,15 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
     acc_ref = eps_pld if eps_pld is not None else eps_rdp
     exceeded = acc_ref is not None and res.eps_lower > acc_ref
     gdp_exact = lr and algorithm == "p2_alg1"
-    if gdp_exact and acc_ref is not None and gdp.eps_lower > acc_ref:
-        exceeded = True   # the GDP fit is exact here, so its bound is a valid lower bound too
+    if gdp_exact and acc_ref is not None:
+        # the GDP fit is exact here, so its bound is a valid lower bound too; deciding on either of two
+        # bounds is two tests: Bonferroni, each at level 1 - (1 - confidence)/2
+        c2 = 1.0 - (1.0 - confidence) / 2.0
+        cp2 = audit_stats.eps_lower_from_scores(s0, s1, delta=delta, confidence=c2, method="split", seed=seed)
+        g2 = gdp_audit(s0, s1, delta=delta, confidence=c2, threshold=0.0)
+        exceeded = cp2.eps_lower > acc_ref or g2.eps_lower > acc_ref
+        notes.append(f"accountant exceeded? Bonferroni over the Clopper-Pearson and the (exact) GDP bound, each at "
+                     f"{c2:g}: {cp2.eps_lower:.4g}, {g2.eps_lower:.4g} vs {acc_ref:.4g}")
     rep = AuditReport(algorithm, eps, delta, res.eps_lower, confidence, eps_pld, eps_rdp,
                       bool(violation), bool(exceeded), float(noise_scale), len(s0), sc.statistic,
                       sc.canary.as_dict(), res, sc.record, seconds, notes,
