@@ -317,29 +317,6 @@ def test_fast_kernels_give_the_same_numbers_as_the_general_path(monkeypatch, alg
             np.testing.assert_allclose(fast[v].values, general[v].values, rtol=0, atol=bound, err_msg=v)
 
 
-@pytest.mark.parametrize("alg,loss,sigma", [("p1_alg1", "auc_hinge", 0.0), ("sgd_pair", "auc_squared", 0.0),
-                                           ("p4_alg1", "point_logistic", 0.2), ("p2_alg1", "auc_hinge", 0.1)])
-def test_serial_and_parallel_kernels_give_the_same_numbers(monkeypatch, alg, loss, sigma):
-    """Short calls run the serial build of a kernel (it compiles ~2.5x faster), long ones the parallel
-    build; every replicate is a pure function of (seed, replicate id), so the two must agree bit for bit.
-    The work threshold is moved so that the same call runs on each build."""
-    from stabsim.kernels import twin as kt
-
-    X, y = _data(n=12, labels="pm")
-    kw = dict(algorithm=alg, loss=loss, constraint=("l2", 0.5), eta=0.2, T=30, replicates=5, seed=SEED,
-              neighbour="flip", sigma=sigma, record_outputs=True, checkpoints=[1, 4, 30])
-    built = []
-    real = kt._kernel
-    monkeypatch.setattr(kt, "_kernel", lambda kind, parallel=True: built.append(parallel) or real(kind, parallel))
-    monkeypatch.setattr(kt, "INTERRUPTIBLE_MIN_WORK", 10 ** 18)
-    serial = stabsim.run_twin(X, y, **kw)
-    monkeypatch.setattr(kt, "INTERRUPTIBLE_MIN_WORK", 0)
-    parallel = stabsim.run_twin(X, y, **kw)
-    assert built == [False, True]
-    for v in ("dist_iterate", "dist_output", "output", "loss_path", "eta2_loss_path"):
-        np.testing.assert_array_equal(serial[v].values, parallel[v].values, err_msg=v)
-
-
 @pytest.mark.parametrize("alg,output", [("p1_alg1", None), ("sgd_pair", None), ("p1_alg1", "t_weighted_lag2")])
 def test_constant_step_stored_as_one_number_gives_the_same_numbers(alg, output):
     """run_twin passes a constant step size as one number (stride 0, no T-long array); an

@@ -351,19 +351,15 @@ def kernel_kind(schedule: int, s: int, form: int) -> int:
     return GENERAL
 
 
-def _build(KIND, PARALLEL=True):
-    """The twin kernel of one kind.  ``KIND`` is a closure constant, so numba drops the
+def _build(KIND):
+    """The parallel twin kernel of one kind.  ``KIND`` is a closure constant, so numba drops the
     code of the other kinds before typing; the loss, constraint, output and noise codes stay
     run-time arguments (well-predicted branches cost far less than a compilation for every
-    combination would).  ``PARALLEL=False`` compiles the same code without numba's parallel
-    lowering (``prange`` is then ``range``): a kernel whose replicates are independent gives the
-    same numbers either way, and the serial kernel compiles about 2.5x faster (benchmarks/
-    RESULTS.md, "Compile and import time"), so small calls -- a user's first call, the tests --
-    use it (``twin_kernel``)."""
+    combination would)."""
     FAST = KIND != GENERAL
     PAIR = KIND != FAST_POINT
 
-    @njit(cache=True, parallel=PARALLEL, nogil=True)
+    @njit(cache=True, parallel=True, nogil=True)
     def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                stop):
@@ -649,8 +645,8 @@ def _direct(fn, *args, stop):
 
 
 @lru_cache(maxsize=None)
-def _kernel(kind, parallel=True):
-    return _build(kind, parallel)
+def _kernel(kind):
+    return _build(kind)
 
 
 def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
@@ -687,14 +683,11 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
     if stop is None:
         stop = new_stop_flag()
     kk = kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind)
-    # A short call (under about 0.1 s on one core on a fast kind) runs on the serial kernel: threads
-    # would not pay for themselves, and the serial kernel compiles in a third of the time.  On a
-    # fast kind it also runs directly: a signal waits for it, and it saves the helper thread's start
-    # (0.05-0.5 ms on a loaded machine).
-    short = W0.shape[0] * T * max(X.shape[2], 10) < INTERRUPTIBLE_MIN_WORK
-    small = kk != GENERAL and short
+    # A short call on a fast kind (under about 0.1 s on one core) runs directly: a signal waits for
+    # it, and it saves the helper thread's start (0.05-0.5 ms on a loaded machine).
+    small = kk != GENERAL and W0.shape[0] * T * max(X.shape[2], 10) < INTERRUPTIBLE_MIN_WORK
     (_direct if small else call_interruptible)(
-        _kernel(kk, not short),
+        _kernel(kk),
         X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
         float(q), i64(ckind), float(radius), i64(md), i64(T), etas, i64(es), omegas, i64(os_),
         i64(avg_lag), i64(noise), sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs, stop,
