@@ -43,6 +43,21 @@ eta = 0.1
 """
 
 
+def _default_sigint():
+    """Children get Python's own Ctrl-C handling even when this test run was started in the
+    background by a shell without job control, which starts it with SIGINT ignored (a process that
+    starts with SIGINT ignored keeps it ignored, and so would the CLI under test)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def sigint_raises():
+    """Ctrl-C raises KeyboardInterrupt in this process for the test (see ``_default_sigint``)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 def _cli(*args):
     return [sys.executable, "-m", "stabsim.cli", *args]
 
@@ -78,7 +93,8 @@ def test_sigterm_and_sigint_mid_chunk_then_resume_is_bit_identical(tmp_path):
     #    i.e. in the middle of the second chunk's kernel
     err1 = tmp_path / "err1.txt"
     with open(err1, "w") as f:
-        p = subprocess.Popen(cmd, stderr=f, stdout=subprocess.DEVNULL, env=ENV, cwd=tmp_path)
+        p = subprocess.Popen(cmd, stderr=f, stdout=subprocess.DEVNULL, env=ENV, cwd=tmp_path,
+                                 preexec_fn=_default_sigint)
     try:
         _wait_for(lambda: len(_chunks(out)) >= 1 or p.poll() is not None, 600, "the first chunk")
         time.sleep(0.3)
@@ -94,7 +110,8 @@ def test_sigterm_and_sigint_mid_chunk_then_resume_is_bit_identical(tmp_path):
     # 2. Ctrl-C (SIGINT) during the resumed run's kernel: the finished chunk stays
     err2 = tmp_path / "err2.txt"
     with open(err2, "w") as f:
-        p = subprocess.Popen(cmd, stderr=f, stdout=subprocess.DEVNULL, env=ENV, cwd=tmp_path)
+        p = subprocess.Popen(cmd, stderr=f, stdout=subprocess.DEVNULL, env=ENV, cwd=tmp_path,
+                                 preexec_fn=_default_sigint)
     try:
         _wait_for(lambda: "resuming" in err2.read_text() or p.poll() is not None, 300, "the resume message")
         time.sleep(0.5)
@@ -133,7 +150,7 @@ def _after(seconds, sig):
     return t
 
 
-def test_run_twin_with_a_huge_T_stops_on_a_signal():
+def test_run_twin_with_a_huge_T_stops_on_a_signal(sigint_raises):
     X, y = _X()
     # compiled before the clock starts (both kernel kinds the timed calls use)
     run_twin(X, y, T=10, replicates=2, eta=0.1)
