@@ -22,7 +22,7 @@ limit theorem of Dong, Roth, Su) for many subsampled Gaussian steps (P4), and no
 Clopper-Pearson bound (assumption-free) and this one (named "GDP fit" with its premise).
 
 Threshold: with the likelihood-ratio statistic of :mod:`stabsim.privacy.audit_whitebox` the test
-"log LR > 0" is fixed in advance and is the most informative single threshold for a Gaussian
+"log LR >= 0" is fixed in advance and is the most informative single threshold for a Gaussian
 trade-off (both error rates are Phi(-mu/2)), so all samples are counted (``threshold=0``).
 For any other statistic the threshold and direction are chosen on one half of the samples and
 counted on the other (``threshold=None``), as in ``eps_lower_from_scores(method="split")``.
@@ -43,7 +43,7 @@ import numpy as np
 from scipy.stats import norm
 
 from . import _checks as chk
-from .audit import clopper_pearson_upper
+from .audit import _counts, clopper_pearson_upper
 from .exact import gdp_epsilon
 
 __all__ = ["GdpAudit", "gdp_audit", "mu_from_rates", "gdp_epsilon_lower"]
@@ -105,25 +105,15 @@ def gdp_epsilon_lower(mu, delta):
     return max(0.0, float(dist.get_epsilon_for_delta(delta)))
 
 
-def _counts(s0, s1, tau, direction):
-    if direction == "greater":       # predict S' iff statistic > tau
-        return int(np.sum(s0 > tau)), int(np.sum(s1 <= tau))
-    return int(np.sum(s0 < tau)), int(np.sum(s1 >= tau))
-
-
 def _choose(sel0, sel1, a):
-    """(tau, direction) maximising the Clopper-Pearson mu bound on the selection samples."""
+    """(tau, direction) maximising the Clopper-Pearson mu bound on the selection samples (the
+    midpoints between consecutive distinct pooled values, so no sample sits on a threshold)."""
     sel0, sel1 = np.sort(sel0), np.sort(sel1)
     pooled = np.unique(np.concatenate([sel0, sel1]))
     taus = (pooled[:-1] + pooled[1:]) / 2.0 if len(pooled) > 1 else pooled
     best = (-1.0, 0.0, "greater")
     for d in ("greater", "less"):
-        if d == "greater":
-            fp = len(sel0) - np.searchsorted(sel0, taus, side="right")
-            fn = np.searchsorted(sel1, taus, side="right")
-        else:
-            fp = np.searchsorted(sel0, taus, side="left")
-            fn = len(sel1) - np.searchsorted(sel1, taus, side="left")
+        fp, fn = _counts(sel0, sel1, taus, d)
         m = mu_from_rates(clopper_pearson_upper(fp, len(sel0), a), clopper_pearson_upper(fn, len(sel1), a))
         i = int(np.argmax(m))
         if m[i] > best[0]:
@@ -136,7 +126,7 @@ def gdp_audit(scores0, scores1, *, delta, confidence=0.95, threshold=None, direc
     """GDP audit of a statistic on outputs of S (``scores0``) and S' (``scores1``).
 
     ``threshold``: a number fixed before the run (all samples counted, one test, ``direction``
-    as given) or None (threshold and direction chosen on the first ``split`` of each shuffled
+    as given: predict S' iff statistic >= tau, or <= tau, as in :mod:`stabsim.privacy.audit`) or None (threshold and direction chosen on the first ``split`` of each shuffled
     sample, counted on the rest).  Returns a :class:`GdpAudit`.
     """
     delta = chk.delta(delta)
@@ -159,7 +149,8 @@ def gdp_audit(scores0, scores1, *, delta, confidence=0.95, threshold=None, direc
             raise ValueError(f"split={split!r} leaves too few samples to select or to count")
         tau, direction = _choose(p0[:k0], p1[:k1], a)
         e0, e1, method = p0[k0:], p1[k1:], "split"
-    fp, fn = _counts(e0, e1, tau, direction)
+    fpv, fnv = _counts(np.sort(e0), np.sort(e1), np.array([tau]), direction)
+    fp, fn = int(fpv[0]), int(fnv[0])
     mu_lo = float(mu_from_rates(clopper_pearson_upper(fp, len(e0), a), clopper_pearson_upper(fn, len(e1), a)))
     # point estimate: rates kept inside (0, 1) by half a count, so a perfect separation is finite
     mu_hat = float(mu_from_rates((fp + 0.5) / (len(e0) + 1.0), (fn + 0.5) / (len(e1) + 1.0)))
