@@ -23,6 +23,8 @@ Streams used by the engine (one independent sequence each):
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -80,7 +82,7 @@ def normal(key, counter):
     """A standard normal (Box–Muller, cosine branch) from counters 2c and 2c+1."""
     u1 = 1.0 - uniform(key, 2 * counter)  # in (0, 1]
     u2 = uniform(key, 2 * counter + 1)
-    return np.sqrt(-2.0 * np.log(u1)) * np.cos(2.0 * np.pi * u2)
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
 @njit(cache=True, inline="always")

@@ -17,6 +17,7 @@ import xarray as xr
 
 from . import rng
 from .algorithms import get_algorithm
+from .backend import device_description, resolve_backend
 from .constraints import get_constraint
 from .kernels import N_REC, twin_kernel
 from .kernels.twin import checkpoint_sums
@@ -108,7 +109,7 @@ def check_twin_memory(**kw) -> None:
 def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", eta=0.1,
              T=1000, replicates=100, seed=0, neighbour="farthest", checkpoints=None,
              record_outputs=False, w0=None, sigma=0.0, independent_noise=False, buffer=None,
-             output=None, q=None, w_ref=None, problem=None, progress=None) -> xr.Dataset:
+             output=None, q=None, w_ref=None, problem=None, progress=None, backend=None) -> xr.Dataset:
     """Run ``algorithm`` on S = (X, y) and on its neighbour S' with shared randomness.
 
     Parameters
@@ -134,6 +135,11 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     problem : the ``stabsim.synthetic.Problem`` the data came from (for ``"fresh"`` neighbours).
     progress : None (default: a tqdm bar over replicate blocks when the call is estimated to take
         over ``PROGRESS_SECONDS``), True or False.  The numbers never depend on it.
+    backend : ``"cpu"``, ``"cuda"`` (numba-cuda, one GPU thread per replicate) or ``"auto"`` (the
+        GPU when usable, else the CPU with a warning); None: the thread's default
+        (``stabsim.backend.use_backend``; ``"cpu"``).  Both draw the same indices and noise;
+        the numbers agree to rounding (docs/gpu.md).  Recorded in the attributes ``backend``
+        and ``device``.
 
     Returns
     -------
@@ -177,6 +183,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
                       eta=eta, alg=alg, lossf=lossf)
     etas, es = kernel_step_sizes(eta, T)
     omegas, os_ = alg.kernel_omegas(etas, es, T)
+    be = resolve_backend(backend)
     sigma = float(sigma)
     if not (sigma >= 0 and math.isfinite(sigma)):
         raise ValueError(f"sigma (noise level) must be finite and >= 0, got {sigma!r}")
@@ -189,17 +196,23 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         raise ValueError(f"w_ref must have {p} entries, got {wref.shape}")
     rec = np.full((R, ck.size, N_REC), np.nan)
     outs = np.zeros((R, ck.size, 2, p) if record_outputs else (1, 1, 2, 1))
-    blocks, bar = replicate_blocks(R, T, p, progress)
+    if be == "cuda":  # one block: the GPU chunks the replicates by its memory (no progress bar)
+        from .kernels.twin_cuda import twin_kernel_cuda as kernel
+
+        blocks, bar = [slice(0, R)], None
+    else:
+        kernel = twin_kernel
+        blocks, bar = replicate_blocks(R, T, p, progress)
     try:
         for sl in blocks:  # replicate r depends only on (seed, r): any split gives the same numbers
             # the kernel's layout for this block's replicates (one block: all of them)
             Xext, Yext, krows = extend_with_replacements(X if nS == 1 else X[sl], y if nS == 1 else y[sl],
                                                          xrep[sl], yrep[sl])
-            twin_kernel(Xext, Yext, kidx[sl], krows, reps[sl], np.int64(seed),
-                        alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
-                        cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
-                        bool(independent_noise), has_ref, wref, W0[sl], ck, rec[sl], bool(record_outputs),
-                        outs[sl] if record_outputs else outs, T=T, strides=(es, os_))
+            kernel(Xext, Yext, kidx[sl], krows, reps[sl], np.int64(seed),
+                   alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
+                   cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
+                   bool(independent_noise), has_ref, wref, W0[sl], ck, rec[sl], bool(record_outputs),
+                   outs[sl] if record_outputs else outs, T=T, strides=(es, os_))
             if bar is not None:
                 bar.update(sl.stop - sl.start)
     finally:
@@ -210,6 +223,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         loss=lossf.name, constraint=cons.name, radius=cons.radius, T=T, n=n, d=d, seed=seed,
         sigma=sigma, noise="independent" if independent_noise else "shared",
         neighbour=nb.describe(), neighbour_relation="replace-one",
+        backend=be, device=device_description() if be == "cuda" else "cpu",
         data_sets="per-replicate" if nS > 1 else "shared",
         eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
 

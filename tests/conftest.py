@@ -1,7 +1,12 @@
 import os
 import sys
 
-import matplotlib
+# The GPU backend's tests run in numba's CUDA simulator unless STABSIM_TEST_GPU=1 asks for the
+# real GPU (docs/gpu.md); numba reads this when numba.cuda is first imported.
+if os.environ.get("STABSIM_TEST_GPU") != "1":
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 sys.path.insert(0, os.path.dirname(__file__))  # tests/naive.py, tests/naive_private.py

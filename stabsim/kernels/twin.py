@@ -87,10 +87,12 @@ would: four kernels compile in about 75 s once, then load from the on-disk cache
 from __future__ import annotations
 
 import math
+import warnings
 from functools import lru_cache
 
 import numpy as np
 from numba import njit, prange, types
+from numba.core.errors import NumbaPerformanceWarning
 from numba.extending import intrinsic
 
 from ..constraints import FROBENIUS, L2, project
@@ -351,13 +353,198 @@ def kernel_kind(schedule: int, s: int, form: int) -> int:
     return GENERAL
 
 
-def _build(KIND):
-    """The parallel twin kernel of one kind.  ``KIND`` is a closure constant, so numba drops the
-    code of the other kinds before typing; the loss, constraint, output and noise codes stay
-    run-time arguments (well-predicted branches cost far less than a compilation for every
-    combination would)."""
+@njit(cache=True)
+def twin_layout(X, Y, R, schedule, s, form, phi, T):
+    """(n, hlen, nwork, use_stats, slen): the number of examples and the sizes of one replicate's
+    scratch (``hist``: index history, ``work``: allpairs workspace, ``stats``: class statistics
+    of ALL_PREV with the squared loss, which needs labels in {-1, +1}; ``ranking`` allows any)."""
+    n = X.shape[1] - (R if X.shape[0] == 1 else 1)
+    d = X.shape[2]
+    linear = form == AUC or form == AUC_ORDERED or form == RANKING
+    hlen = T + 1 if schedule == ALL_PREV else s + 2
+    nwork = 4 * n + 160 if (schedule == FULL_BATCH and linear) else 0
+    use_stats = schedule == ALL_PREV and phi == SQUARED and linear
+    if use_stats:
+        for i in range(Y.shape[0]):
+            for j in range(Y.shape[1]):
+                if Y[i, j] != 1.0 and Y[i, j] != -1.0:
+                    use_stats = False
+    slen = 1 + d + d * d if use_stats else 0
+    return n, hlen, nwork, use_stats, slen
+
+
+# ``replicate`` is compiled with parallel=True for speed, not for a prange (see there)
+warnings.filterwarnings("ignore", message=r"(?s).*no transformation for parallel execution.*def replicate\(",
+                        category=NumbaPerformanceWarning)
+
+
+def build_replicate(KIND, POLL):
+    """One replicate of the twin kernel of kind ``KIND``, as a function of its scratch arrays,
+    which the caller provides (nothing is allocated here, so the same code is the body of the
+    CPU kernel's ``prange`` loop and a CUDA device function: ``stabsim.kernels.twin_cuda``).
+    ``POLL``: poll the ``stop`` flag (the CPU kernel; a CUDA launch is stopped between chunks).
+
+    Scratch: W (2, 2, p) [run, slot, :] (runs 0 = S, 1 = S'; slots 0 = w_{t-2}, 1 = w_{t-1}),
+    g, acc, nz (2, p), dx (max(d, p),), hist (hlen,) int64, A, V (md, md), lam, tmp (md,),
+    work (nwork,), stats (2, 2, slen) [run, class, :], nrm2 (2,); sizes from ``twin_layout``.
+    Every entry is initialised here, so scratch can be reused from replicate to replicate."""
     FAST = KIND != GENERAL
     PAIR = KIND != FAST_POINT
+
+    # parallel=True with no prange: numba's parallel pipeline compiles this body to code about
+    # three times faster than the plain pipeline does (P1 Alg. 1, d = 10: 28 against 79 ns per
+    # twin step; measured, not understood); the warning that nothing was parallelised is
+    # silenced below.
+    @njit(cache=True, parallel=True)
+    def replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+                  T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+                  stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp, work, stats, nrm2):
+        p = W0.shape[1]
+        C = ckpts.shape[0]
+        noisy = noise != NOISE_NONE
+        nr1 = 1 if noise == NOISE_INDEPENDENT else 0   # row of nz holding the noise of S'
+        sidx = np.int64(r) if X.shape[0] > 1 else np.int64(0)
+        Xs = X[sidx]
+        Ys = Y[sidx]
+        k = kidx[r]
+        krow = krows[r]
+        key_i = stream_key(seed, reps[r], STREAM_INDEX)
+        key_n = stream_key(seed, reps[r], STREAM_NOISE)
+        key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME)
+        for run in range(2):
+            for sl in range(2):
+                for c in range(p):
+                    W[run, sl, c] = W0[r, c]
+            for c in range(p):
+                g[run, c] = 0.0
+                acc[run, c] = 0.0
+                nz[run, c] = 0.0
+            for cl in range(2):
+                for c in range(stats.shape[2]):
+                    stats[run, cl, c] = 0.0
+            nrm2[run] = -1.0          # squared norms of the runs' w_{t-1} (-1: unknown)
+        for c in range(hist.shape[0]):
+            hist[c] = 0
+        # slot 0 already equals slot 1 (the last step left w unchanged: its copy can be skipped)
+        same0 = True
+        same1 = True
+        pend0 = 0.0     # lags 1, 2: weight not yet added to acc (see below)
+        pend1 = 0.0
+        _first_draws(schedule, key_i, s, seq, n, hist)
+        if use_stats:
+            for run in range(2):
+                stats_add(stats[run], Xs, Ys, _rowid(hist[0], run == 1, k, krow))
+        wsum = 0.0
+        lsum = 0.0
+        lrsum = 0.0
+        l2sum = 0.0
+        ci = 0
+        ia = hist[0]   # fast kinds: the step's indices (ib = -1 for a point)
+        ib = -1
+        ya = Ys[ia]    # and their labels on S
+        yb = 0.0
+        ykrow = Ys[krow]
+        # Fast kinds draw one step ahead (na, nb: step t+1's indices; nya, nyb: their labels).
+        # The draws do not depend on w, so this changes no number; but the same-label and
+        # margin branches, often mispredicted, then resolve without waiting on the hash and
+        # the label loads (about 3 ns per twin step at d = 10).
+        na, nb = _fast_draw(KIND, key_i, 1, seq, n)
+        nya, nyb = _fast_labels(KIND, Ys, na, nb)
+        for t in range(1, T + 1):
+            # interrupted (``stop`` set by the caller's thread; rec is then discarded): polled
+            # every STOP_POLL + 1 steps on the fast kinds, every step on the general path
+            if POLL and (not FAST or (t & STOP_POLL) == 0) and _stop_requested(stop):
+                break
+            if FAST:
+                if KIND == FAST_PREVIOUS:
+                    ib = ia
+                    yb = ya
+                else:
+                    ib = nb
+                    yb = nyb
+                ia = na
+                ya = nya
+                na, nb = _fast_draw(KIND, key_i, t + 1, seq, n)
+                nya, nyb = _fast_labels(KIND, Ys, na, nb)
+            else:
+                _draw(schedule, key_i, t, s, seq, n, hist)
+            if noisy:
+                for c in range(p):
+                    nz[0, c] = sigma * normal(key_n, t * p + c)
+                if noise == NOISE_INDEPENDENT:
+                    for c in range(p):
+                        nz[1, c] = sigma * normal(key_np, t * p + c)
+            eta = etas[t * es]     # stride 0: a constant, one number
+            om = omegas[t * os_]
+            if lag == 2 or lag == 1:
+                # The output averages w_{t-2} (lag 2; w_{-1} = w_0) or w_{t-1} (lag 1), the
+                # vector in slot 0 once it is brought up to date below.  Deferred sum:
+                # pend0/pend1 sum the weights of the steps since slot 0 last changed, added
+                # to acc as one product when it changes (or read at a checkpoint).  When
+                # the iterate moves every step (the general path, noise) that is om * w.
+                if lag == 2:
+                    pend0 += om
+                    pend1 += om
+                if not same0:   # slot 0 <- w_{t-1}, after adding its pending weight
+                    for c in range(p):
+                        acc[0, c] += pend0 * W[0, 0, c]
+                        W[0, 0, c] = W[0, 1, c]
+                    pend0 = 0.0
+                if not same1:
+                    for c in range(p):
+                        acc[1, c] += pend1 * W[1, 0, c]
+                        W[1, 0, c] = W[1, 1, c]
+                    pend1 = 0.0
+                if lag == 1:
+                    pend0 += om
+                    pend1 += om
+            if FAST:
+                ap = _rowid(ia, True, k, krow)
+                bp = _rowid(ib, True, k, krow) if PAIR else -1
+                fval, moved0, moved1 = _twin_single_step(
+                    form, phi, q, ckind, radius, noisy, PAIR, W, Xs, ia, ib, ya, yb, ap, bp,
+                    ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2)
+                same0 = not moved0
+                same1 = not moved1
+            else:
+                fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
+                                     radius, md, eta, noisy, nz, 0, W, 0, g, dx, work, stats, A, V, lam, tmp)
+                _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
+                              radius, md, eta, noisy, nz, nr1, W, 1, g, dx, work, stats, A, V, lam, tmp)
+                same0 = False
+                same1 = False
+            if lag == 0:
+                for run in range(2):
+                    for c in range(p):
+                        acc[run, c] += om * W[run, 1, c]
+            if has_ref:
+                if FAST and PAIR:
+                    lrsum += _pair(form, phi, q, wref, Xs, Ys, ia, ib, False, k, krow, 0.0, g[0], dx)
+                elif FAST:
+                    lrsum += point_coef(form, phi, q, wref, Xs, ia, Ys[ia])[0]
+                else:
+                    lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, False, k, krow, form, phi, q,
+                                   wref, 0.0, g[0], dx, work, stats[0])
+            if not FAST and use_stats:   # (only ALL_PREV uses statistics: a GENERAL schedule)
+                for run in range(2):
+                    stats_add(stats[run], Xs, Ys, _rowid(hist[t], run == 1, k, krow))
+            lsum += fval
+            l2sum += eta * eta * fval
+            if lag >= 0:
+                wsum += om
+            if ci < C and ckpts[ci] == t:
+                _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lrsum, l2sum)
+                ci += 1
+
+    return replicate
+
+
+def _build(KIND):
+    """The parallel (CPU) twin kernel of one kind.  ``KIND`` is a closure constant, so numba drops
+    the code of the other kinds before typing; the loss, constraint, output and noise codes stay
+    run-time arguments (well-predicted branches cost far less than a compilation for every
+    combination would)."""
+    replicate = build_replicate(KIND, True)
 
     @njit(cache=True, parallel=True, nogil=True)
     def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
@@ -365,157 +552,25 @@ def _build(KIND):
                stop):
         R = W0.shape[0]
         p = W0.shape[1]
-        n = X.shape[1] - (R if X.shape[0] == 1 else 1)
         d = X.shape[2]
-        C = ckpts.shape[0]
-        linear = form == AUC or form == AUC_ORDERED or form == RANKING
-        hlen = T + 1 if schedule == ALL_PREV else s + 2
-        nwork = 4 * n + 160 if (schedule == FULL_BATCH and linear) else 0
-        use_stats = schedule == ALL_PREV and phi == SQUARED and linear
-        if use_stats:  # class statistics need labels in {-1, +1} (``ranking`` allows any)
-            for i in range(Y.shape[0]):
-                for j in range(Y.shape[1]):
-                    if Y[i, j] != 1.0 and Y[i, j] != -1.0:
-                        use_stats = False
-        slen = 1 + d + d * d if use_stats else 0
-        noisy = noise != NOISE_NONE
-        nr1 = 1 if noise == NOISE_INDEPENDENT else 0   # row of nz holding the noise of S'
+        n, hlen, nwork, use_stats, slen = twin_layout(X, Y, R, schedule, s, form, phi, T)
         for r in prange(R):
-            sidx = np.int64(r) if X.shape[0] > 1 else np.int64(0)
-            Xs = X[sidx]
-            Ys = Y[sidx]
-            k = kidx[r]
-            krow = krows[r]
-            key_i = stream_key(seed, reps[r], STREAM_INDEX)
-            key_n = stream_key(seed, reps[r], STREAM_NOISE)
-            key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME)
-            W = np.empty((2, 2, p))       # [run, slot, :]: runs 0 = S, 1 = S'; slots 0 = w_{t-2}, 1 = w_{t-1}
-            for run in range(2):
-                for sl in range(2):
-                    for c in range(p):
-                        W[run, sl, c] = W0[r, c]
-            g = np.zeros((2, p))
-            acc = np.zeros((2, p))
-            nz = np.zeros((2, p))
+            W = np.empty((2, 2, p))
+            g = np.empty((2, p))
+            acc = np.empty((2, p))
+            nz = np.empty((2, p))
             dx = np.empty(max(d, p))
-            hist = np.zeros(hlen, dtype=np.int64)
+            hist = np.empty(hlen, dtype=np.int64)
             A = np.empty((md, md))
             V = np.empty((md, md))
             lam = np.empty(md)
             tmp = np.empty(md)
             work = np.empty(nwork)
-            stats = np.zeros((2, 2, slen))  # [run, class, :] class statistics of the previous draws
-            nrm2 = np.full(2, -1.0)          # squared norms of the runs' w_{t-1} (-1: unknown)
-            # slot 0 already equals slot 1 (the last step left w unchanged: its copy can be skipped)
-            same0 = True
-            same1 = True
-            pend0 = 0.0     # lags 1, 2: weight not yet added to acc (see below)
-            pend1 = 0.0
-            _first_draws(schedule, key_i, s, seq, n, hist)
-            if use_stats:
-                for run in range(2):
-                    stats_add(stats[run], Xs, Ys, _rowid(hist[0], run == 1, k, krow))
-            wsum = 0.0
-            lsum = 0.0
-            lrsum = 0.0
-            l2sum = 0.0
-            ci = 0
-            ia = hist[0]   # fast kinds: the step's indices (ib = -1 for a point)
-            ib = -1
-            ya = Ys[ia]    # and their labels on S
-            yb = 0.0
-            ykrow = Ys[krow]
-            # Fast kinds draw one step ahead (na, nb: step t+1's indices; nya, nyb: their labels).
-            # The draws do not depend on w, so this changes no number; but the same-label and
-            # margin branches, often mispredicted, then resolve without waiting on the hash and
-            # the label loads (about 3 ns per twin step at d = 10).
-            na, nb = _fast_draw(KIND, key_i, 1, seq, n)
-            nya, nyb = _fast_labels(KIND, Ys, na, nb)
-            for t in range(1, T + 1):
-                # interrupted (``stop`` set by the caller's thread; rec is then discarded): polled
-                # every STOP_POLL + 1 steps on the fast kinds, every step on the general path
-                if (not FAST or (t & STOP_POLL) == 0) and _stop_requested(stop):
-                    break
-                if FAST:
-                    if KIND == FAST_PREVIOUS:
-                        ib = ia
-                        yb = ya
-                    else:
-                        ib = nb
-                        yb = nyb
-                    ia = na
-                    ya = nya
-                    na, nb = _fast_draw(KIND, key_i, t + 1, seq, n)
-                    nya, nyb = _fast_labels(KIND, Ys, na, nb)
-                else:
-                    _draw(schedule, key_i, t, s, seq, n, hist)
-                if noisy:
-                    for c in range(p):
-                        nz[0, c] = sigma * normal(key_n, t * p + c)
-                    if noise == NOISE_INDEPENDENT:
-                        for c in range(p):
-                            nz[1, c] = sigma * normal(key_np, t * p + c)
-                eta = etas[t * es]     # stride 0: a constant, one number
-                om = omegas[t * os_]
-                if lag == 2 or lag == 1:
-                    # The output averages w_{t-2} (lag 2; w_{-1} = w_0) or w_{t-1} (lag 1), the
-                    # vector in slot 0 once it is brought up to date below.  Deferred sum:
-                    # pend0/pend1 sum the weights of the steps since slot 0 last changed, added
-                    # to acc as one product when it changes (or read at a checkpoint).  When
-                    # the iterate moves every step (the general path, noise) that is om * w.
-                    if lag == 2:
-                        pend0 += om
-                        pend1 += om
-                    if not same0:   # slot 0 <- w_{t-1}, after adding its pending weight
-                        for c in range(p):
-                            acc[0, c] += pend0 * W[0, 0, c]
-                            W[0, 0, c] = W[0, 1, c]
-                        pend0 = 0.0
-                    if not same1:
-                        for c in range(p):
-                            acc[1, c] += pend1 * W[1, 0, c]
-                            W[1, 0, c] = W[1, 1, c]
-                        pend1 = 0.0
-                    if lag == 1:
-                        pend0 += om
-                        pend1 += om
-                if FAST:
-                    ap = _rowid(ia, True, k, krow)
-                    bp = _rowid(ib, True, k, krow) if PAIR else -1
-                    fval, moved0, moved1 = _twin_single_step(
-                        form, phi, q, ckind, radius, noisy, PAIR, W, Xs, ia, ib, ya, yb, ap, bp,
-                        ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2)
-                    same0 = not moved0
-                    same1 = not moved1
-                else:
-                    fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
-                                         radius, md, eta, noisy, nz, 0, W, 0, g, dx, work, stats, A, V, lam, tmp)
-                    _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
-                                  radius, md, eta, noisy, nz, nr1, W, 1, g, dx, work, stats, A, V, lam, tmp)
-                    same0 = False
-                    same1 = False
-                if lag == 0:
-                    for run in range(2):
-                        for c in range(p):
-                            acc[run, c] += om * W[run, 1, c]
-                if has_ref:
-                    if FAST and PAIR:
-                        lrsum += _pair(form, phi, q, wref, Xs, Ys, ia, ib, False, k, krow, 0.0, g[0], dx)
-                    elif FAST:
-                        lrsum += point_coef(form, phi, q, wref, Xs, ia, Ys[ia])[0]
-                    else:
-                        lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, False, k, krow, form, phi, q,
-                                       wref, 0.0, g[0], dx, work, stats[0])
-                if not FAST and use_stats:   # (only ALL_PREV uses statistics: a GENERAL schedule)
-                    for run in range(2):
-                        stats_add(stats[run], Xs, Ys, _rowid(hist[t], run == 1, k, krow))
-                lsum += fval
-                l2sum += eta * eta * fval
-                if lag >= 0:
-                    wsum += om
-                if ci < C and ckpts[ci] == t:
-                    _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lrsum, l2sum)
-                    ci += 1
+            stats = np.empty((2, 2, slen))
+            nrm2 = np.empty(2)
+            replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+                      T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+                      stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp, work, stats, nrm2)
 
     return kernel
 

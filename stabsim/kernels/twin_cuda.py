@@ -1,0 +1,168 @@
+"""The twin kernel on a CUDA GPU (numba-cuda): one GPU thread per replicate.
+
+Every kernel kind of ``stabsim.kernels.twin`` runs here, from the same code: the body of one
+replicate is ``twin.build_replicate(KIND, POLL=False)``, the function the CPU kernel calls in its
+``prange`` loop, compiled by numba-cuda as a device function.  Nothing is written twice, so a
+replicate draws exactly the indices and normals it draws on the CPU (``stabsim.rng``: a pure
+function of (seed, replicate id, counter)); the numbers agree to rounding (docs/gpu.md).
+
+Design:
+
+* one thread per replicate; a replicate's scratch (iterates, gradient, output sums, index
+  history, workspaces) lives in global memory with the replicate as the *last* axis, so that the
+  threads of a warp touch consecutive addresses (coalesced) when they read or write the same
+  coordinate;
+* the data set and the step-size arrays are copied to the GPU once per call and read by every
+  thread (served by the L1/L2 caches); nothing goes back to the host between steps;
+* replicates are run in chunks that fit in half of the GPU's free memory (``max_chunk``), each
+  chunk one launch; a chunk's results are copied back when it ends.  A launch cannot be
+  interrupted: the ``stop`` flag (Ctrl-C in ``run_twin``) is read between chunks;
+* float64 throughout.
+
+The GPU is not the fastest choice for every configuration: FULL_BATCH (P2 Alg. 1) sorts n scores
+per step in one thread, and metric learning's projections need an eigendecomposition per step
+per thread; both run, but a block of threads per replicate would suit them better (not done:
+docs/gpu.md, "What runs where").
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ..backend import cuda_module, simulator_enabled
+from .twin import GENERAL, N_REC, build_replicate, kernel_kind, twin_layout
+
+# imported here, not on ``import stabsim`` (this module is imported only when a GPU run is asked
+# for); a module global, as numba's simulator expects of the ``cuda`` a kernel refers to
+cuda = cuda_module()
+
+#: threads per block (a multiple of the warp size, 32)
+THREADS_PER_BLOCK = 128
+#: replicates per launch in numba's CUDA simulator (it runs each simulated thread as a Python thread)
+SIMULATOR_CHUNK = 64
+
+
+@lru_cache(maxsize=None)
+def cuda_kernel(kind: int):
+    """The CUDA kernel of one kind (compiled for the GPU on its first launch)."""
+    replicate = build_replicate(kind, False)
+    if simulator_enabled():
+        replicate = _on_simulated_arrays(replicate)
+
+    @cuda.jit
+    def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+               T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+               stop, n, use_stats, Wb, gb, accb, nzb, dxb, histb, Ab, Vb, lamb, tmpb, workb, statsb, nrm2b):
+        r = cuda.grid(1)
+        if r < W0.shape[0]:
+            replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+                      T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+                      stop, n, use_stats, Wb[:, :, :, r], gb[:, :, r], accb[:, :, r], nzb[:, :, r], dxb[:, r],
+                      histb[:, r], Ab[:, :, r], Vb[:, :, r], lamb[:, r], tmpb[:, r], workb[:, r],
+                      statsb[:, :, :, r], nrm2b[:, r])
+
+    return kernel
+
+
+def _on_simulated_arrays(fn):
+    """In numba's CUDA simulator a kernel runs as Python and sees its arrays as simulator
+    wrappers, which the compiled (CPU) replicate cannot take: hand it the NumPy arrays inside.
+    The strided scratch views (replicate axis last) are passed as contiguous copies and written
+    back, so the simulator reuses the replicate the CPU kernel compiled (no second compilation);
+    the strided layout itself is compiled for the GPU (docs/gpu.md, "Checks without a GPU")."""
+    def call(*args):
+        plain, back = [], []
+        for a in args:
+            if hasattr(a, "_item") and hasattr(a._item, "_ary"):
+                a = a._item._ary
+                if not a.flags.c_contiguous:
+                    c = np.ascontiguousarray(a)
+                    back.append((a, c))
+                    a = c
+            plain.append(a)
+        out = fn(*plain)
+        for view, c in back:
+            view[...] = c
+        return out
+
+    return call
+
+
+def scratch_shapes(p: int, d: int, md: int, hlen: int, nwork: int, slen: int, R: int) -> dict:
+    """Shapes of the per-replicate scratch arrays for R replicates (replicate axis last)."""
+    return {"W": (2, 2, p, R), "g": (2, p, R), "acc": (2, p, R), "nz": (2, p, R), "dx": (max(d, p), R),
+            "hist": (hlen, R), "A": (md, md, R), "V": (md, md, R), "lam": (md, R), "tmp": (md, R),
+            "work": (nwork, R), "stats": (2, 2, slen, R), "nrm2": (2, R)}
+
+
+def bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows) -> int:
+    """GPU memory one replicate needs: its scratch, its records (and outputs), its data set
+    when every replicate has its own."""
+    per = sum(int(np.prod(s[:-1])) for s in scratch_shapes(p, d, md, hlen, nwork, slen, 1).values())
+    per += C * N_REC + (C * 2 * p if rec_out else 0) + 4 + p
+    if nS > 1:
+        per += rows * (d + 1)
+    return 8 * per
+
+
+def max_chunk(per_replicate: int) -> int:
+    """Replicates per launch: as many as fit in half of the GPU's free memory."""
+    if simulator_enabled():
+        return SIMULATOR_CHUNK
+    free, _total = cuda.current_context().get_memory_info()
+    return max(1, int(0.5 * free) // max(per_replicate, 1))
+
+
+def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+                     etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+                     kind=None, T=None, strides=(1, 1), stop=None, chunk=None):
+    """``twin.twin_kernel`` on the GPU: the same arguments and the same results (to rounding).
+    ``chunk``: replicates per launch (default: what fits in GPU memory)."""
+    from .twin import NOISE_INDEPENDENT, NOISE_NONE, NOISE_SHARED
+
+    i64 = np.int64
+    sigma = float(sigma)
+    noise = NOISE_NONE if sigma == 0.0 else (NOISE_INDEPENDENT if indep_noise else NOISE_SHARED)
+    es, os_ = (int(v) for v in strides)
+    T = int(etas.shape[0] - 1 if T is None else T)
+    kk = kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind)
+    if not 0 <= kk <= GENERAL:
+        raise ValueError(f"unknown kernel kind {kk}")
+    R, p = W0.shape
+    nS, rows, d = X.shape
+    C = ckpts.shape[0]
+    n, hlen, nwork, use_stats, slen = twin_layout(X, Y, i64(R), i64(schedule), i64(s), i64(form), i64(phi), i64(T))
+    per = bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows)
+    size = max_chunk(per) if chunk is None else max(1, int(chunk))
+    size = min(size, R)
+    kernel = cuda_kernel(kk)
+    shared = {name: cuda.to_device(np.ascontiguousarray(a)) for name, a in
+              (("etas", etas), ("omegas", omegas), ("wref", wref), ("ckpts", ckpts), ("stop", np.zeros(1, i64)))}
+    if nS == 1:
+        shared["X"], shared["Y"] = cuda.to_device(np.ascontiguousarray(X)), cuda.to_device(np.ascontiguousarray(Y))
+    scratch = {k: cuda.device_array(shape, dtype=np.int64 if k == "hist" else np.float64)
+               for k, shape in scratch_shapes(p, d, md, int(hlen), int(nwork), int(slen), size).items()}
+    for a in range(0, R, size):
+        if stop is not None and stop[0]:
+            return
+        b = min(R, a + size)
+        m = b - a
+        Xc = shared["X"] if nS == 1 else cuda.to_device(np.ascontiguousarray(X[a:b]))
+        Yc = shared["Y"] if nS == 1 else cuda.to_device(np.ascontiguousarray(Y[a:b]))
+        rec_c = cuda.to_device(np.ascontiguousarray(rec[a:b]))
+        outs_c = cuda.to_device(np.ascontiguousarray(outs[a:b] if rec_out else outs))
+        sc = scratch   # whole arrays (one compiled layout); threads r >= m return at once
+        blocks = (m + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
+        kernel[blocks, THREADS_PER_BLOCK](
+            Xc, Yc, cuda.to_device(np.ascontiguousarray(kidx[a:b])), cuda.to_device(np.ascontiguousarray(krows[a:b])),
+            cuda.to_device(np.ascontiguousarray(reps[a:b])), i64(seed), i64(schedule), i64(s), i64(seq), i64(form),
+            i64(phi), float(q), i64(ckind), float(radius), i64(md), i64(T), shared["etas"], i64(es), shared["omegas"],
+            i64(os_), i64(avg_lag), i64(noise), sigma, bool(has_ref), shared["wref"],
+            cuda.to_device(np.ascontiguousarray(W0[a:b])), shared["ckpts"], rec_c, bool(rec_out), outs_c,
+            shared["stop"], i64(n), bool(use_stats), sc["W"], sc["g"], sc["acc"], sc["nz"], sc["dx"], sc["hist"],
+            sc["A"], sc["V"], sc["lam"], sc["tmp"], sc["work"], sc["stats"], sc["nrm2"])
+        rec[a:b] = rec_c.copy_to_host()
+        if rec_out:
+            outs[a:b] = outs_c.copy_to_host()

@@ -1,0 +1,222 @@
+"""The CUDA backend against the CPU kernel, every kernel kind (issue #22).
+
+On a machine with no GPU (CI) these run in numba's CUDA simulator (tests/conftest.py sets
+NUMBA_ENABLE_CUDASIM=1): the launch, the chunking over replicates, the scratch layout and the
+copies between host and device are exercised, and the replicate body runs as the CPU-compiled
+function, so the numbers must be *identical* to the CPU backend's.  With STABSIM_TEST_GPU=1 on a
+machine with a GPU the same tests run on the device, where the numbers agree to GPU_RTOL
+(docs/gpu.md: the GPU's log/cos/sqrt and NVVM's fused multiply-adds round differently).
+
+``test_every_kind_compiles_for_the_gpu`` compiles each kind to PTX for sm_90 with NVVM, without a
+GPU, when numba-cuda and its toolkit wheels are installed (``pip install 'stabsim[cuda]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import stabsim.backend as backend
+from stabsim.backend import BackendError, resolve_backend
+from stabsim.kernels.twin import FAST_PAIR, FAST_POINT, FAST_PREVIOUS, GENERAL, kernel_kind
+from stabsim.algorithms import get_algorithm
+from stabsim.losses import get_loss
+from stabsim.twin import run_twin
+
+ON_GPU = os.environ.get("STABSIM_TEST_GPU") == "1"
+#: real GPU: relative agreement of every recorded number (rounding differences, docs/gpu.md)
+GPU_RTOL = 1e-10
+RECORDED = ("dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path")
+
+
+def _data(n=24, d=3, seed=0, per_replicate=None):
+    rng = np.random.default_rng(seed)
+    shape = (n, d) if per_replicate is None else (per_replicate, n, d)
+    X = rng.standard_normal(shape)
+    y = np.where(rng.random(shape[:-1]) < 0.5, 1.0, -1.0)
+    y[..., 0], y[..., 1] = 1.0, -1.0   # both classes in every data set
+    return X, y
+
+
+#: (id, run_twin keywords): every kernel kind, schedule, output rule, noise mode, constraint kind
+CASES = [
+    ("p1_alg1-hinge-l2", dict(algorithm="p1_alg1", loss="auc_hinge", constraint="l2:0.5")),
+    ("p1_alg2-online", dict(algorithm="p1_alg2", loss="auc_logistic", T=20)),
+    ("sgd_pair-logistic-ref", dict(algorithm="sgd_pair", loss="auc_logistic", w_ref=np.array([0.1, -0.2, 0.3]))),
+    ("sgd_pair-ranking-noise", dict(algorithm="sgd_pair", loss="ranking_logistic", sigma=0.3)),
+    ("p4_alg1-shared-noise", dict(algorithm="p4_alg1", loss="point_logistic", sigma=0.5, constraint="l2:2")),
+    ("p4_alg2-independent-noise", dict(algorithm="p4_alg2", loss="auc_squared", sigma=0.5, independent_noise=True)),
+    ("p1_buffer-s3", dict(algorithm="p1_buffer", buffer=3, loss="auc_squared")),
+    ("p0_alg1-all-previous-stats", dict(algorithm="p0_alg1", loss="auc_squared", constraint="l2:1", T=12)),
+    ("p0_alg1-all-previous-hinge", dict(algorithm="p0_alg1", loss="auc_hinge", T=12)),
+    ("p2_alg1-full-batch", dict(algorithm="p2_alg1", loss="auc_hinge", sigma=0.2, T=10)),
+    ("metric-psd", dict(algorithm="sgd_pair", loss="metric_hinge", constraint="psd")),
+    ("metric-frobenius", dict(algorithm="sgd_pair", loss="metric_logistic", constraint="frobenius:1")),
+    ("outputs-recorded", dict(algorithm="p1_alg1", loss="auc_hinge", record_outputs=True, w0="random")),
+    ("per-replicate-data", dict(algorithm="sgd_pair", loss="auc_hinge", per_replicate=True)),
+]
+
+
+def _run(kw, backend_name, R=5):
+    kw = dict(kw)
+    per = kw.pop("per_replicate", False)
+    X, y = _data(per_replicate=R if per else None)
+    kw.setdefault("T", 30)
+    return run_twin(X, y, replicates=R, seed=7, eta=0.05, neighbour="flip", progress=False,
+                    backend=backend_name, **kw)
+
+
+def _assert_agree(cpu, gpu):
+    assert np.array_equal(cpu["k"].values, gpu["k"].values)   # the same neighbours
+    names = RECORDED + (("output",) if "output" in cpu else ())
+    for name in names:
+        a, b = cpu[name].values, gpu[name].values
+        if ON_GPU:
+            np.testing.assert_allclose(b, a, rtol=GPU_RTOL, atol=GPU_RTOL * np.nanmax(np.abs(a)), err_msg=name)
+        else:
+            np.testing.assert_array_equal(b, a, err_msg=name)
+
+
+@pytest.mark.parametrize("case", [c[1] for c in CASES], ids=[c[0] for c in CASES])
+def test_cuda_backend_agrees_with_the_cpu(case):
+    cpu = _run(case, "cpu")
+    gpu = _run(case, "cuda")
+    _assert_agree(cpu, gpu)
+    assert gpu.attrs["backend"] == "cuda" and cpu.attrs["backend"] == "cpu"
+    assert gpu.attrs["device"] != "cpu"
+
+
+def test_the_cases_cover_every_kernel_kind():
+    kinds = set()
+    for _id, kw in CASES:
+        alg = get_algorithm(kw["algorithm"], buffer=kw.get("buffer"))
+        kinds.add(kernel_kind(alg.schedule, alg.buffer, get_loss(kw["loss"]).form))
+    assert kinds == {FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL}
+
+
+def test_chunks_of_replicates_give_the_same_numbers(monkeypatch):
+    import stabsim.kernels.twin_cuda as tc
+
+    kw = dict(algorithm="p4_alg1", loss="point_logistic", sigma=0.5)
+    whole = _run(kw, "cuda", R=7)
+    monkeypatch.setattr(tc, "SIMULATOR_CHUNK", 3)
+    monkeypatch.setattr(tc, "max_chunk", lambda per: 3)   # the same on a real GPU
+    chunked = _run(kw, "cuda", R=7)
+    for name in RECORDED:
+        np.testing.assert_array_equal(chunked[name].values, whole[name].values)
+    _assert_agree(_run(kw, "cpu", R=7), chunked)
+
+
+def test_unknown_backend_names_are_refused():
+    X, y = _data()
+    with pytest.raises(ValueError, match="backend must be one of 'cpu', 'cuda', 'auto'"):
+        run_twin(X, y, T=5, replicates=2, backend="gpu")
+
+
+def test_cuda_without_a_gpu_says_what_is_missing(monkeypatch):
+    monkeypatch.setattr(backend, "cuda_unavailable_reason", lambda: "backend 'cuda': no usable GPU (test)")
+    X, y = _data()
+    with pytest.raises(BackendError, match="no usable GPU"):
+        run_twin(X, y, T=5, replicates=2, backend="cuda")
+    with pytest.warns(RuntimeWarning, match="backend 'auto' runs on the CPU: .*no usable GPU"):
+        ds = run_twin(X, y, T=5, replicates=2, backend="auto", progress=False)
+    assert ds.attrs["backend"] == "cpu"
+
+
+def test_missing_numba_cuda_is_reported_with_the_install_command(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_cuda(name, globals=None, locals=None, fromlist=(), level=0):
+        if name == "numba" and fromlist and "cuda" in fromlist:
+            raise ImportError("No module named 'numba.cuda'")
+        return real_import(name, globals, locals, fromlist, level)
+
+    monkeypatch.setattr(builtins, "__import__", no_cuda)
+    reason = backend.cuda_unavailable_reason()
+    assert "pip install 'stabsim[cuda]'" in reason
+    with pytest.raises(BackendError, match="numba-cuda"):
+        resolve_backend("cuda")
+
+
+def test_use_backend_sets_the_default_for_run_twin():
+    X, y = _data()
+    with backend.use_backend("cuda"):
+        assert resolve_backend() == "cuda"
+        ds = run_twin(X, y, T=5, replicates=2, progress=False)
+    assert ds.attrs["backend"] == "cuda"
+    assert resolve_backend() == "cpu"
+
+
+def test_import_stabsim_does_not_import_numba_cuda():
+    code = "import sys, stabsim, stabsim.twin, stabsim.study; print('numba.cuda' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def _nvvm_available():
+    try:
+        from numba.cuda.cudadrv import nvvm
+
+        nvvm.NVVM()
+    except Exception:
+        return False
+    return True
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") == "1" and "STABSIM_TEST_PTX" not in os.environ,
+                    reason="PTX check: run with STABSIM_TEST_PTX=1 and NUMBA_ENABLE_CUDASIM=0 where numba-cuda "
+                           "and its NVVM are installed (pip install 'stabsim[cuda]'); no GPU needed")
+def test_every_kind_compiles_for_the_gpu(monkeypatch):
+    """Compile every kernel kind to PTX for compute capability 9.0 with NVVM, with no GPU: the
+    device functions the kernels call (the replicate body, losses, projections, the generator)
+    are typed and lowered by the CUDA target, the check the simulator cannot make."""
+    if not _nvvm_available():
+        pytest.skip("numba-cuda with NVVM is not installed")
+    import numba
+    import numba.cuda.dispatcher as cuda_dispatcher
+    from numba import cuda
+
+    import stabsim.kernels.twin_cuda as tc
+    import stabsim.twin as st
+
+    # no driver: device functions are compiled for a stated compute capability, arrays stay on the host
+    monkeypatch.setattr(cuda_dispatcher, "get_current_device", lambda: types.SimpleNamespace(compute_capability=(9, 0)))
+    class HostArray(np.ndarray):
+        def copy_to_host(self):
+            return np.asarray(self)
+
+    monkeypatch.setattr(tc.cuda, "to_device", lambda a: np.array(a).view(HostArray))
+    monkeypatch.setattr(tc.cuda, "device_array", lambda shape, dtype=np.float64: np.zeros(shape, dtype).view(HostArray))
+    monkeypatch.setattr(tc, "max_chunk", lambda per: 64)
+    monkeypatch.setattr(st, "resolve_backend", lambda name=None: "cuda")
+    monkeypatch.setattr(st, "device_description", lambda: "offline")
+    launched = {}
+    build = tc.cuda_kernel.__wrapped__
+
+    class Capture:
+        def __init__(self, kind):
+            self.kernel = build(kind)
+            self.kind = kind
+
+        def __getitem__(self, config):
+            def launch(*args):
+                launched[self.kind] = (self.kernel, args)
+            return launch
+
+    monkeypatch.setattr(tc, "cuda_kernel", Capture)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _id, kw in CASES:
+            _run(kw, "cuda")
+    assert set(launched) == {FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL}
+    for kind, (kernel, args) in launched.items():
+        ptx, _ = cuda.compile_ptx(kernel.py_func, tuple(numba.typeof(a) for a in args), cc=(9, 0))
+        assert ".visible .entry" in ptx
