@@ -43,7 +43,10 @@ linear margin, and ``GENERAL`` for everything else (buffers s > 1, ALL_PREV, FUL
 metric learning).  The kind is a closure constant of ``_build``, so numba drops the other
 kinds' code before typing; loss, constraint, output and noise stay run-time codes (a
 well-predicted branch costs far less than a compilation for each of their combinations
-would: four kernels compile in about 75 s once, then load from the on-disk cache).
+would: four kernels compile in about 75 s once, then load from the on-disk cache).  One
+replicate is ``build_replicate(KIND, ...)``, a function of its scratch arrays: the CPU kernel
+allocates them in its ``prange`` loop and calls it; the CUDA kernel (``twin_cuda``) calls the same
+function on each thread's slices of device arrays, so the step is written once for both backends.
 
 * Iterates live in a (2, 2, p) array W[run, slot]: slot 1 holds w_{t-1} and is updated in
   place into w_t; slot 0 holds the iterate the output sum is waiting for (w_{t-2} for the

@@ -1,0 +1,37 @@
+"""benchmarks/bench_gpu.py runs end to end (in numba's CUDA simulator here: tests/conftest.py) and
+writes its section of RESULTS.md between its markers, leaving the rest of the file alone.  Its
+timings are not looked at (they mean nothing in the simulator)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import bench_gpu  # noqa: E402
+
+
+def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
+    md = tmp_path / "RESULTS.md"
+    md.write_text("# Benchmark results\n\nkept text\n")
+    out = tmp_path / "gpu.json"
+    argv = ["--smoke", "--workloads", "p1_alg1", "--out", str(out), "--results", str(md)]
+    res = bench_gpu.main(argv)
+    agree = res["workloads"]["p1_alg1"]["agreement"]
+    assert agree["indices_identical"]
+    device = json.loads(out.read_text())["device"]
+    if os.environ.get("STABSIM_TEST_GPU") == "1":   # docs/gpu.md: rounding differences only
+        assert agree["dist_iterate"] <= 1e-10 and agree["loss_path"] <= 1e-10
+        assert not device.startswith("numba CUDA simulator")
+    else:   # the simulator runs the CPU's compiled replicate: identical numbers
+        assert agree["dist_iterate"] == 0.0 and agree["loss_path"] == 0.0
+        assert device.startswith("numba CUDA simulator")
+    bench_gpu.main(argv)   # a second run replaces the section instead of adding one
+    text = md.read_text()
+    assert text.startswith("# Benchmark results\n\nkept text\n")
+    assert text.count(bench_gpu.MARK_BEGIN) == 1 and text.count(bench_gpu.MARK_END) == 1
+    assert "| p1_alg1 | cuda | 8 |" in text
