@@ -95,7 +95,7 @@ from functools import lru_cache
 
 import numpy as np
 from numba import njit, prange, types
-from numba.core.errors import NumbaPerformanceWarning
+from numba.core.errors import NumbaExperimentalFeatureWarning, NumbaPerformanceWarning
 from numba.extending import intrinsic
 
 from ..constraints import FROBENIUS, L2, project
@@ -547,8 +547,6 @@ def _build(KIND):
     the code of the other kinds before typing; the loss, constraint, output and noise codes stay
     run-time arguments (well-predicted branches cost far less than a compilation for every
     combination would)."""
-    replicate = build_replicate(KIND, True)
-
     @njit(cache=True, parallel=True, nogil=True)
     def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
@@ -571,11 +569,22 @@ def _build(KIND):
             work = np.empty(nwork)
             stats = np.empty((2, 2, slen))
             nrm2 = np.empty(2)
-            replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
-                      T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
-                      stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp, work, stats, nrm2)
+            _CPU_REPLICATES[KIND](r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius,
+                                  md, T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec,
+                                  rec_out, outs, stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp, work,
+                                  stats, nrm2)
 
     return kernel
+
+
+# The CPU kernels reach their replicate through this module-level tuple, not a closure variable:
+# numba keys its on-disk cache of a closure by the pickled closure variables, and a compiled
+# function pickles with a per-process id, so a captured ``replicate`` made every process compile
+# the kernel again.  (Indexing the tuple with the constant KIND is numba's "first-class function"
+# call, whose experimental-feature warning is silenced.)
+_CPU_REPLICATES = tuple(build_replicate(kind, True) for kind in range(GENERAL + 1))
+warnings.filterwarnings("ignore", message=r"(?s).*First-class function type feature is experimental",
+                        category=NumbaExperimentalFeatureWarning)
 
 
 @njit(cache=True)
