@@ -4,8 +4,8 @@
 
     stabsim list [--studies DIR]
     stabsim run STUDY... [--quick | --profile NAME] [--out DIR] [--seed N]
-                         [--scheduler ADDR] [--force] [--keep-chunks] [--no-progress]
-                         [--no-analyse] [--report DIR]
+                         [--scheduler ADDR] [--backend {cpu,cuda,auto}] [--force] [--keep-chunks]
+                         [--no-progress] [--no-analyse] [--report DIR]
     stabsim report [DIR] [--reports DIR] [--overwrite-report]
     stabsim audit ...
     stabsim privacy ALGORITHM --n N --eps EPS [--delta D] [--T T] [--reading R] ...
@@ -22,6 +22,11 @@ checkout), else the package data folder ``stabsim/data/studies``
 ``local:N`` (a dask LocalCluster with N worker processes) or ``tcp://host:port`` (an
 existing dask cluster).  Results are bit-identical in every mode.  An interrupted run
 (Ctrl-C, kill) keeps its finished chunks: run the same command again to resume.
+
+``--backend``: where the twin kernels run, ``cpu``, ``cuda`` or ``auto`` (``stabsim.backend``;
+overrides the study's ``[run] backend``, default ``cpu``).  The backends agree only to
+rounding, so a resume refuses chunks of another backend (docs/reliability.md).
+``stabsim audit ... --backend`` does the same for an audit's runs.
 
 Bad input ends with a one-line ``stabsim: error: ...`` and exit status 2 (set
 ``STABSIM_DEBUG=1`` for a traceback); Ctrl-C exits with status 130 and SIGTERM (a batch
@@ -47,6 +52,7 @@ import tomllib
 from pathlib import Path
 
 from ._signals import exit_status, sigterm_as_interrupt
+from .backend import BACKENDS
 from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
                     study_index, _hint)
 
@@ -174,7 +180,7 @@ def cmd_run(args) -> int:
             try:
                 r = run_study(spec, args.out, executor=ex, force=args.force, progress=not args.no_progress,
                               keep_chunks=args.keep_chunks, resume_hint=hint,
-                              recompute_stale=args.recompute_stale)
+                              recompute_stale=args.recompute_stale, backend=args.backend)
             except Exception as e:  # one study that cannot run does not stop the others (Ctrl-C still does)
                 if len(specs) == 1:
                     raise
@@ -362,9 +368,14 @@ def build_parser() -> argparse.ArgumentParser:
                          "for this study are kept)")
     sp.add_argument("--keep-chunks", action="store_true",
                     help="keep chunks/ after data.nc is written (remembered in study.json for later runs)")
+    sp.add_argument("--backend", choices=BACKENDS, default=None,
+                    help="where the twin kernels run: cpu, cuda (a GPU, numba-cuda) or auto (the GPU if "
+                         "usable, else the CPU with a warning); overrides the study's [run] backend "
+                         "(default cpu)")
     sp.add_argument("--recompute-stale", action="store_true",
                     help="recompute the chunks that other code computed (another stabsim source hash or "
-                         "numba/numpy/python version); without it such a resume is refused")
+                         "numba/numpy/python version) or that another backend computed; without it such "
+                         "a resume is refused")
     sp.add_argument("--no-progress", action="store_true", help="no progress bar")
     sp.add_argument("--studies", metavar="DIR", help="folder of study files for ids and 'suite'")
     sp.add_argument("--no-analyse", action="store_true", help="do not analyse the studies (no summary.md)")

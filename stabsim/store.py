@@ -32,8 +32,9 @@ Guarantees
   Fletcher-32 filter and a SHA-256 of the rest (attrs, strings, scalars) in attr
   ``stabsim_integrity``; ``verify_data`` reads every value and checks both, raising
   ``DamagedData`` with the path.  Chunks also record the code that computed them
-  (``chunk_code_*``, ``stabsim.codeid``); ``validate_chunk(..., code=)`` reports an intact
-  chunk of other code as ``STALE``.
+  (``chunk_code_*``, ``stabsim.codeid``) and the backend they ran on (``chunk_backend``);
+  ``validate_chunk(..., code=, backend=)`` reports an intact chunk of other code as ``STALE``
+  and one of another backend as ``OTHER_BACKEND``.
 * **One writer.**  ``StudyDir.lock()`` takes an exclusive ``fcntl.flock`` on ``.lock``; the
   kernel drops it when the process dies, so a killed run never blocks its resume.
 
@@ -547,14 +548,23 @@ def chunk_attrs(fingerprint: str, cell_id: str, cell_json: str, reps: np.ndarray
 
 
 STALE = "stale: "
+OTHER_BACKEND = "other backend: "
 
 
-def validate_chunk(path, expected: dict, *, code: dict | None = None) -> str | None:
+def stored_backend(attrs) -> str:
+    """The backend a chunk (``chunk_backend``) or data.nc (``study_backend``) was computed on
+    ("cpu" or "cuda"); results written before the GPU backend existed record none: "cpu"."""
+    return str(attrs.get("chunk_backend", attrs.get("study_backend", "cpu")) or "cpu")
+
+
+def validate_chunk(path, expected: dict, *, code: dict | None = None, backend: str | None = None) -> str | None:
     """None if ``path`` is a complete chunk with the ``expected`` attrs; else the reason.
 
     ``code``: the running code's identity (``stabsim.codeid.code_identity()``); a chunk that is
     intact but was computed by other code gets a reason starting with ``STALE`` (it is not
-    damaged: the caller decides whether to recompute it)."""
+    damaged: the caller decides whether to recompute it).  ``backend`` ("cpu"/"cuda"): a chunk
+    valid in every other respect but computed on another backend (``stored_backend``) gets a
+    reason starting with ``OTHER_BACKEND`` (the backends agree only to rounding)."""
     try:
         ds = open_chunk(path)
         if code is not None and ds.attrs.get("chunk_sha256") and content_sha256(ds) == ds.attrs.get("chunk_sha256"):
@@ -572,6 +582,8 @@ def validate_chunk(path, expected: dict, *, code: dict | None = None) -> str | N
             return "replicate ids differ from the expected ones"
         if content_sha256(ds) != ds.attrs.get("chunk_sha256"):
             return "content checksum mismatch"
+        if backend is not None and stored_backend(ds.attrs) != backend:
+            return f"{OTHER_BACKEND}computed on backend {stored_backend(ds.attrs)!r}"
     except Exception as e:  # unreadable, truncated, not netCDF ...
         return f"unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
     return None

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from stabsim import custom_bounds
-from stabsim.study import BOUNDS_PARAMS, CHECK_PARAMS, KINDS, STUDY_PARAMS, load_kinds
+from stabsim.study import BOUNDS_PARAMS, CHECK_PARAMS, KINDS, RUN_PARAMS, STUDY_PARAMS, load_kinds
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "study-files.md"
 
@@ -67,12 +67,12 @@ def read_doc(text: str):
 
 def code_schema():
     """``(keys, kinds_of, kinds)`` of the code: ``{section: {key}}`` over ``[study]``, ``[bounds]``,
-    ``[bounds.custom.NAME]``, ``[check]`` and every built-in kind's sections; ``{(section, key):
+    ``[bounds.custom.NAME]``, ``[check]``, ``[run]`` and every built-in kind's sections; ``{(section, key):
     {kind}}`` for the keys that are not the ``twin`` kind's own; the built-in kind names."""
     load_kinds()
     kinds = {n: k for n, k in KINDS.items() if k.func.__module__.startswith("stabsim.")}  # not tests' kinds
     keys = {"study": set(STUDY_PARAMS), "bounds": set(BOUNDS_PARAMS), "check": set(CHECK_PARAMS),
-            "bounds.custom.NAME": set(custom_bounds.KEYS)}
+            "run": set(RUN_PARAMS), "bounds.custom.NAME": set(custom_bounds.KEYS)}
     twin = kinds["twin"].params
     kinds_of = {}
     for name, kind in kinds.items():

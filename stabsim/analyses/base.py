@@ -212,13 +212,17 @@ def load_results(study_dir):
     return spec, ds, manifest
 
 
-def reproduce_command(spec, out_dir) -> str:
+def reproduce_command(spec, out_dir, backend=None) -> str:
+    """The ``stabsim run`` command of these results; ``backend``: the one they were computed on
+    (data.nc's ``study_backend``), named when the study file's ``[run] backend`` differs."""
     args = ["stabsim", "run", spec.id]
     if spec.profile == "quick":
         args.append("--quick")
     elif spec.profile:
         args += ["--profile", spec.profile]
     args += ["--seed", str(spec.seed), "--out", str(out_dir)]
+    if backend is not None and backend != spec.backend:
+        args += ["--backend", backend]
     return shlex.join(args)
 
 
@@ -399,7 +403,8 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
         "study_id": spec.id, "description": spec.description, "kind": spec.kind, "check": name,
         "profile": spec.profile, "seed": spec.seed, "replicates": spec.replicates,
         "cells": len(spec.cells()), "sweep": {k: v for k, v in spec.sweep.items()},
-        "command": reproduce_command(spec, out_dir), "fingerprint": spec.fingerprint,
+        "command": reproduce_command(spec, out_dir, ds.attrs.get("study_backend")), "fingerprint": spec.fingerprint,
+        "backend": str(ds.attrs.get("study_backend", "cpu")), "device": str(ds.attrs.get("study_device", "cpu")),
         "run_seconds": run_seconds if run_seconds is not None else prev.get("run_seconds"),
         "analysis_seconds": None, "analysed": _dt.datetime.now().isoformat(timespec="seconds"),
         "measured": {k: _jsonable(v) for k, v in res.measured.items()}, "notes": list(res.notes),
@@ -437,7 +442,8 @@ def _summary_md(rec: dict, ds, manifest) -> str:
              f"- reproduce: `{rec['command']}`",
              f"- run time: {_g(rs) + ' s' if rs is not None else 'n/a'}; analysis: {rec['analysis_seconds']} s; "
              f"stabsim {ds.attrs.get('stabsim_version', '?')}, commit {ds.attrs.get('git_commit', '') or 'n/a'}, "
-             f"fingerprint {rec['fingerprint']}",
+             f"fingerprint {rec['fingerprint']}, backend {rec.get('backend', 'cpu')}"
+             f"{' (' + rec['device'] + ')' if rec.get('backend') == 'cuda' else ''}",
              "", "## Verdicts", "", md_table(rows, COLUMNS), ""]
     if rec["measured"]:
         lines += ["## Measured inputs", ""]

@@ -131,7 +131,9 @@ def lower_bound_checkpoints(lb) -> np.ndarray:
 
 
 def search_cell(spec, p):
-    """The worst neighbour of a cell (cached; a pure function of the spec and the cell)."""
+    """The worst neighbour of a cell (cached; a pure function of the spec, the cell and the
+    backend its ``run_twin`` calls run on: the chunk's, ``stabsim.backend.use_backend``)."""
+    from ..backend import default_backend
     from ..search import worst_neighbour
 
     d, s = p["data"], p["search"]
@@ -141,7 +143,7 @@ def search_cell(spec, p):
     kw = _twin_kwargs(spec, p)
     for drop in ("neighbour", "checkpoints", "record_outputs", "seed"):
         kw.pop(drop, None)
-    key = (spec.data_fingerprint, repr(sorted((sec, sorted(v.items(), key=str)) for sec, v in p.items()
+    key = (spec.data_fingerprint, default_backend(), repr(sorted((sec, sorted(v.items(), key=str)) for sec, v in p.items()
                                            if isinstance(v, dict))))
     if key not in _SEARCH_CACHE:
         measure = "mean" if s["measure"] == "mean" else ("quantile", s["gamma"])

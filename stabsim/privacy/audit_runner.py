@@ -121,6 +121,7 @@ class AuditReport:
     gdp: dict | None = None              # :class:`~stabsim.privacy.audit_gdp.GdpAudit` as a dict
     gdp_exact: bool = False              # the trade-off curve is exactly Gaussian (GDP fit exact)
     scores: tuple | None = field(default=None, repr=False)   # (scores on S, scores on S')
+    backend: str = "cpu"                 # where the runs' run_twin ran (stabsim.backend)
 
     @property
     def eps_lower_gdp(self) -> float | None:
@@ -149,7 +150,7 @@ class AuditReport:
                 f"{self.confidence:g}, {self.replicates} runs per data set) | claimed eps="
                 f"{self.eps_claimed:g}, delta={self.delta:.3g} | accountant eps (pld)="
                 f"{f(self.eps_accountant)}, (rdp)={f(self.eps_accountant_rdp)} | noise_scale="
-                f"{self.noise_scale:g} | violation={self.violation}{gdp}")
+                f"{self.noise_scale:g} | violation={self.violation}{gdp} | backend={self.backend}")
 
     __str__ = summary
 
@@ -366,7 +367,7 @@ def audit_scores(algorithm, X, y, *, eps, delta, replicates, seed=0, canary="aut
 
 def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="auto",
               statistic="auto", confidence=0.95, noise_scale=1.0, accountant=True,
-              verbose=True, threat_model="auto", **algorithm_kwargs) -> AuditReport:
+              verbose=True, threat_model="auto", backend=None, **algorithm_kwargs) -> AuditReport:
     """Empirical privacy audit of ``algorithm`` (a key of ``PRIVATE_ALGORITHMS``) on (X, y).
 
     ``eps``, ``delta``: the claimed guarantee (also passed to the algorithm's calibration).
@@ -377,22 +378,28 @@ def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="a
     statistic ``statistic``) or "auto" (every_iterate where it applies).  Other keyword arguments
     go to the algorithm (``loss``, ``constraint``, ``T``, ``eta``, ``G``, ``w0``, ...).
     Two estimators are reported: the Clopper-Pearson eps lower bound (``eps_lower``, no
-    assumption) and the GDP fit (``gdp``, :mod:`stabsim.privacy.audit_gdp`).
+    assumption) and the GDP fit (``gdp``, :mod:`stabsim.privacy.audit_gdp`).  ``backend``:
+    "cpu", "cuda" or "auto" (:mod:`stabsim.backend`), where the runs' ``run_twin`` calls run
+    (None: the thread's default, ``use_backend``); resolved once, recorded in the report.
     Returns an :class:`AuditReport`.
     """
+    from ..backend import resolve_backend, use_backend
+
     t0 = time.perf_counter()
     confidence = open_unit("confidence", confidence)
     R = positive_int("replicates", replicates, minimum=4)
-    sc = audit_scores(algorithm, X, y, eps=eps, delta=delta, replicates=R, seed=seed, canary=canary,
-                      statistic=statistic, noise_scale=noise_scale, threat_model=threat_model,
-                      **algorithm_kwargs)
+    be = resolve_backend(backend)
+    with use_backend(be):
+        sc = audit_scores(algorithm, X, y, eps=eps, delta=delta, replicates=R, seed=seed, canary=canary,
+                          statistic=statistic, noise_scale=noise_scale, threat_model=threat_model,
+                          **algorithm_kwargs)
     return audit_report(algorithm, sc, eps=eps, delta=delta, confidence=confidence, seed=seed,
                         noise_scale=noise_scale, accountant=accountant, verbose=verbose,
-                        seconds=time.perf_counter() - t0)
+                        seconds=time.perf_counter() - t0, backend=be)
 
 
 def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, seed=0, noise_scale=1.0,
-                 accountant=True, verbose=False, seconds=math.nan) -> AuditReport:
+                 accountant=True, verbose=False, seconds=math.nan, backend="cpu") -> AuditReport:
     """The estimators and the accountant for the scores of :func:`audit_scores` (see ``run_audit``)."""
     from .audit_gdp import gdp_audit
 
@@ -423,7 +430,7 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
                       bool(violation), bool(exceeded), float(noise_scale), len(s0), sc.statistic,
                       sc.canary.as_dict(), res, sc.record, seconds, notes,
                       threat_model=sc.threat_model, gdp=gdp.as_dict(), gdp_exact=gdp_exact,
-                      scores=(s0, s1))
+                      scores=(s0, s1), backend=backend)
     if violation:
         msg = (f"PRIVACY VIOLATION FOUND: {algorithm} claims ({eps:g}, {delta:.3g})-DP but the "
                f"audit proves eps >= {res.eps_lower:.4g} with confidence {confidence:g} "
@@ -444,6 +451,8 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
 def build_parser():
     """The ``stabsim audit`` argument parser (every option with a one-line help and its default)."""
     import argparse
+
+    from ..backend import BACKENDS
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one-line errors, like the rest of the CLI
@@ -477,6 +486,8 @@ def build_parser():
     p.add_argument("--T", type=int, default=None, help="number of steps (default: the paper's schedule)")
     p.add_argument("--eta", type=float, default=None, help="step size (default: the paper's schedule)")
     p.add_argument("--json", default=None, help="also write the report as JSON to this file")
+    p.add_argument("--backend", default="cpu", choices=BACKENDS,
+                   help="where the runs' twin kernels run (stabsim.backend): cpu, cuda (a GPU) or auto")
     return p
 
 
@@ -493,6 +504,8 @@ def main(argv=None) -> int:
     """
     import json
     import sys
+
+    from ..backend import BackendError
 
     p = build_parser()
     try:
@@ -519,8 +532,8 @@ def main(argv=None) -> int:
             X, y, _ = datasets.load(a.data)
         rep = run_audit(a.algorithm, X, y, eps=a.eps, delta=a.delta, replicates=a.replicates,
                         seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, canary=canary,
-                        threat_model=a.threat_model, **kw)
-    except (ValueError, KeyError) as e:
+                        threat_model=a.threat_model, backend=a.backend, **kw)
+    except (ValueError, KeyError, BackendError) as e:
         print(f"stabsim: error: audit: {e}", file=sys.stderr)
         return 2
     if a.json:
@@ -531,7 +544,8 @@ def main(argv=None) -> int:
                        "violation": rep.violation, "noise_scale": rep.noise_scale,
                        "replicates": rep.replicates, "seconds": rep.seconds, "threat_model": rep.threat_model,
                        "gdp": rep.gdp, "gdp_exact": rep.gdp_exact, "accountant_exceeded": rep.accountant_exceeded,
-                       "tightness_cp": rep.tightness("cp"), "tightness_gdp": rep.tightness("gdp")}, fh, indent=1)
+                       "tightness_cp": rep.tightness("cp"), "tightness_gdp": rep.tightness("gdp"),
+                       "backend": rep.backend}, fh, indent=1)
     if rep.violation:
         return 3
     return 4 if (rep.accountant_exceeded and rep.noise_scale == 1.0) else 0

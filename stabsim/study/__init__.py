@@ -24,8 +24,8 @@ from __future__ import annotations
 from .params import (KIND_MODULES, KINDS, REQUIRED, _FIXED_SECTIONS, Kind, Param, StudyError, _Bad, _engine,
                      _fmt, _hint, _is_int, _is_num, boolean, choice, get_kind, integer, load_kinds, number,
                      open_unit, register_kind, string)
-from .schema import (BOUNDS_PARAMS, CHECK_PARAMS, DATA_SOURCE, PROBLEM_KEYS, STUDY_PARAMS, TWIN_ALGORITHM,
-                     TWIN_DATA, _bound_keys, _check_algorithm, _check_check, _check_checkpoints,
+from .schema import (BOUNDS_PARAMS, CHECK_PARAMS, DATA_SOURCE, PROBLEM_KEYS, RUN_PARAMS, STUDY_PARAMS,
+                     TWIN_ALGORITHM, TWIN_DATA, _bound_keys, _check_algorithm, _check_check, _check_checkpoints,
                      _check_constants, _check_constraint, _check_dataset_name, _check_eta, _check_file,
                      _check_k, _check_label, _check_loss, _check_output, _check_plugins, _check_positive,
                      _check_problem, _check_scale, _custom_tables, _eta_arg, _str_list, twin_params)
@@ -36,8 +36,8 @@ from .spec import (_CHUNKING_KEYS, FORMAT_VERSION, StudySpec, _check_value, _err
 from .twin_kind import _problem, _twin_kwargs, _validate_twin, twin_cell
 from .assembly import (_PROVENANCE_KEYS, LAZY_ASSEMBLY_BYTES, _axis_values, _constant_along, _refresh_attrs,
                        _versions, assemble, study_attrs)
-from .execution import (_WORKER_HOW, Executor, StaleCode, _check_returned_code, _code_mismatch, _compute_chunk,
-                        _parse_scheduler, _run_jobs, _stamp_code)
+from .execution import (_WORKER_HOW, Executor, OtherBackend, StaleCode, _check_returned_code, _code_mismatch,
+                        _compute_chunk, _parse_scheduler, _run_jobs, _stamp_backend, _stamp_code)
 from .resume import (_FOREIGN, _LEGACY_SPEC_KEYS, _changes_text, _data_complete, _flat, _manifest, _move_aside,
                      _remove_chunks, _spec_changes)
 from .run import RunResult, _run_locked, run_studies, run_study

@@ -1,7 +1,8 @@
 """Assembling a study's ``data.nc`` (``assemble``): the chunks concatenated along
 ``replicate`` per cell, the cells stacked along the sweep dims, with the provenance attrs
-(``study_attrs``); written atomically with checksums (``stabsim.store``).  ``_refresh_attrs``
-rewrites the attrs of a finished data.nc whose study text changed in non-data fields only."""
+(``study_attrs``; ``study_backend``, ``study_device``: where the chunks ran); written
+atomically with checksums (``stabsim.store``).  ``_refresh_attrs`` rewrites the attrs of a
+finished data.nc whose study text changed in non-data fields only."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import numpy as np
 import xarray as xr
 
 from ..provenance import provenance
-from ..store import StoreError, StudyDir, clean_encoding, open_chunk, write_data
-from .params import _is_int, _is_num
+from ..store import StoreError, StudyDir, clean_encoding, open_chunk, stored_backend, write_data
+from .params import StudyError, _is_int, _is_num
 from .spec import StudySpec
 
 
@@ -175,8 +176,21 @@ def _combine_cells(spec: StudySpec, cover: dict, lazy: bool, opened: list) -> xr
         attrs.pop(a, None)
         attrs.pop(spec.axes[a][1], None)
     attrs.update(study_attrs(spec))
+    attrs.update(_backend_attrs(opened))
     out.attrs = attrs
     return clean_encoding(out)
+
+
+def _backend_attrs(chunks) -> dict:
+    """``study_backend`` ("cpu"/"cuda") and ``study_device`` of data.nc, from its chunks'
+    ``chunk_backend``/``chunk_device`` (chunks written before the GPU backend: "cpu").  Chunks
+    of two backends are refused here too (``run_study`` never lets them meet)."""
+    backends = sorted({stored_backend(ds.attrs) for ds in chunks})
+    if len(backends) > 1:
+        raise StudyError(f"refusing to assemble data.nc from chunks computed on different backends "
+                         f"({', '.join(map(repr, backends))}): they agree only to rounding")
+    devices = sorted({str(ds.attrs.get("chunk_device", "cpu")) for ds in chunks})
+    return {"study_backend": backends[0] if backends else "cpu", "study_device": "; ".join(devices) or "cpu"}
 
 
 def _refresh_attrs(sd: StudyDir, spec: StudySpec, ds: xr.Dataset | None = None) -> None:

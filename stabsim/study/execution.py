@@ -1,7 +1,8 @@
 """Where the chunks of a study run and how they come back: ``Executor`` (in-process, or a
 dask.distributed cluster: ``local:N`` / a scheduler address), ``_compute_chunk`` (one cell x
-a block of replicates; what a dask worker runs, so it stays importable by this path), the
-code-identity stamp every chunk carries (``StaleCode``), and ``_run_jobs`` (compute the
+a block of replicates on one backend, ``stabsim.backend``; what a dask worker runs, so it
+stays importable by this path), the code-identity stamp every chunk carries (``StaleCode``),
+the backend stamp (``chunk_backend``, ``OtherBackend``), and ``_run_jobs`` (compute the
 missing chunks of a study, write each as it finishes, report an interruption)."""
 
 from __future__ import annotations
@@ -19,6 +20,20 @@ from .params import StudyError, get_kind
 
 class StaleCode(StudyError):
     """Stored chunks, or a dask worker, come from other code than this process's."""
+
+
+class OtherBackend(StudyError):
+    """Stored chunks, or a chunk a dask worker returned, were computed on another backend
+    (``chunk_backend``: "cpu" or "cuda") than the run asks for; the two agree only to rounding."""
+
+
+def _stamp_backend(ds: xr.Dataset, backend: str) -> xr.Dataset:
+    """Record where a chunk was computed: ``chunk_backend`` ("cpu"/"cuda"), ``chunk_device``."""
+    from ..backend import device_description
+
+    ds.attrs["chunk_backend"] = backend
+    ds.attrs["chunk_device"] = device_description() if backend == "cuda" else "cpu"
+    return ds
 
 
 def _code_mismatch(what: str, old: dict, new: dict, how: str) -> str:
@@ -58,13 +73,20 @@ def _check_returned_code(ds: xr.Dataset, mine: dict) -> None:
         raise StaleCode(_code_mismatch("a chunk came back from a dask worker computed by", rec, mine, _WORKER_HOW))
 
 
-def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=None, plugins=None):
+def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=None, plugins=None,
+                   backend="cpu"):
     """Run one chunk (in-process or on a dask worker).  ``expected_code``: the identity of
     the process that submitted it; a worker running other code refuses (``StaleCode``).
     ``plugins``: ``(names, folders)`` of user modules to import first (``stabsim.plugins``);
-    then ``func`` may be the kind's name, looked up after the import."""
+    then ``func`` may be the kind's name, looked up after the import.  ``backend``: every
+    ``run_twin`` of the chunk runs there (``stabsim.backend.use_backend``; the study's client
+    passes the backend it resolved, "cpu" or "cuda"; a worker that cannot run it raises
+    ``BackendError`` before computing); recorded as the chunk's ``chunk_backend``."""
+    from ..backend import resolve_backend, use_backend
+
     if expected_code is not None:
         _stamp_code(xr.Dataset(), expected_code)  # fail before computing
+    backend = resolve_backend(backend)
     if plugins:
         from ..plugins import ensure_loaded
 
@@ -77,13 +99,13 @@ def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=N
         numba.set_num_threads(max(1, min(int(numba_threads), numba.config.NUMBA_NUM_THREADS)))
     from ..twin import progress_bars
 
-    with progress_bars(False):  # a study shows its own progress over chunks
+    with progress_bars(False), use_backend(backend):  # a study shows its own progress over chunks
         ds = func(spec, dict(coords), np.asarray(reps, dtype=np.int64))
     if not isinstance(ds, xr.Dataset) or "replicate" not in ds.dims:
         raise TypeError(f"study kind {spec.kind!r} must return an xarray.Dataset with a 'replicate' dim")
     if not np.array_equal(ds["replicate"].values, reps):
         raise ValueError(f"study kind {spec.kind!r} returned replicate ids that differ from the requested ones")
-    return _stamp_code(ds, expected_code)
+    return _stamp_backend(_stamp_code(ds, expected_code), backend)
 
 
 def _parse_scheduler(scheduler):
@@ -153,13 +175,15 @@ class Executor:
     def __exit__(self, exc_type, *exc):
         self.close(interrupted=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
 
-    def run(self, func, spec, jobs):
-        """Yield ``(job, dataset)`` as chunks finish; ``jobs``: list of (cell, start, stop, path)."""
+    def run(self, func, spec, jobs, backend="cpu"):
+        """Yield ``(job, dataset)`` as chunks finish; ``jobs``: list of (cell, start, stop, path);
+        ``backend``: where every chunk runs ("cpu" or "cuda", resolved by the caller)."""
         self._start()
         if self.client is None:
             for job in jobs:
                 cell, start, stop, _ = job
-                yield job, _compute_chunk(func, spec, cell.coords, np.arange(start, stop, dtype=np.int64))
+                yield job, _compute_chunk(func, spec, cell.coords, np.arange(start, stop, dtype=np.int64),
+                                          backend=backend)
             return
         from dask.distributed import as_completed
 
@@ -176,7 +200,7 @@ class Executor:
             fut = self.client.submit(_compute_chunk, spec.kind if plug else func, spec, cell.coords,
                                      np.arange(start, stop, dtype=np.int64), self.numba_threads,
                                      key=f"stabsim-{spec.fingerprint[:8]}-{path.stem}", pure=False,
-                                     expected_code=code_identity(), plugins=plug)
+                                     expected_code=code_identity(), plugins=plug, backend=backend)
             futures[fut] = job
         try:
             for fut in as_completed(futures):
@@ -189,7 +213,7 @@ class Executor:
 
 
 def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executor, progress, log,
-              resume_hint):
+              resume_hint, backend="cpu"):
     from tqdm import tqdm
 
     from ..resources import ResourceError, check_study
@@ -207,8 +231,12 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
             from ..codeid import code_identity
 
             mine = code_identity()
-            for (cell, start, stop, path), ds in ex.run(kind.func, spec, jobs):
+            for (cell, start, stop, path), ds in ex.run(kind.func, spec, jobs, backend=backend):
                 _check_returned_code(ds, mine)  # a dask worker running other code never mixes in
+                if ds.attrs.get("chunk_backend") != backend:  # nor one that computed elsewhere
+                    raise OtherBackend(f"a chunk came back from a dask worker computed on backend "
+                                       f"{ds.attrs.get('chunk_backend')!r}, not {backend!r} as asked; "
+                                       f"{_WORKER_HOW}")
                 sd.write_chunk(ds, path, expected[path.name])
                 result.computed += 1
                 bar.update(1)

@@ -147,7 +147,7 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {}
-_FIXED_SECTIONS = ("study", "sweep", "bounds", "profiles")
+_FIXED_SECTIONS = ("study", "sweep", "bounds", "profiles", "run")
 
 
 def register_kind(name: str, *, params: dict | None = None, validate: Callable | None = None,
@@ -160,7 +160,7 @@ def register_kind(name: str, *, params: dict | None = None, validate: Callable |
     """
     params = {} if params is None else {s: dict(t) for s, t in params.items()}
     for sec in params:
-        if sec in ("study", "sweep", "profiles"):
+        if sec in ("study", "sweep", "profiles", "run"):
             raise ValueError(f"kind {name!r}: section [{sec}] is reserved")
     seen = {}
     for sec, table in params.items():

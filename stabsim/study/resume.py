@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..store import StoreError, StudyDir, chunk_attrs, open_chunk, validate_chunk
+from ..store import StoreError, StudyDir, chunk_attrs, open_chunk, stored_backend, validate_chunk
 from .assembly import _refresh_attrs
-from .execution import StaleCode, _code_mismatch
+from .execution import OtherBackend, StaleCode, _code_mismatch
 from .params import StudyError
 from .spec import _CHUNKING_KEYS, FORMAT_VERSION, StudySpec
 
@@ -127,11 +127,13 @@ def _claim_dir(spec, sd, result, log, *, force, keep_chunks):
     return keep, foreign_study
 
 
-def _check_data(spec, sd, result, log, code, *, force, keep, recompute_stale, foreign_study):
+def _check_data(spec, sd, result, log, code, *, force, keep, recompute_stale, foreign_study, backend="cpu"):
     """Step 2, ``data.nc``: verified (checksums) before it is believed.  Returns ``(done,
     data_note)``: ``done`` when it already holds this study (its attrs refreshed, the chunks
-    dropped unless kept; nothing left to do); ``data_note`` says why a damaged one was moved
-    aside.  Another study's data.nc is refused unless ``force`` (then removed)."""
+    dropped unless kept; nothing left to do; computed by other code or on another backend
+    than ``backend``: a note, or recomputed with ``recompute_stale``); ``data_note`` says why a
+    damaged one was moved aside.  Another study's data.nc is refused unless ``force`` (then
+    removed)."""
     from ..codeid import describe, differences, matches, recorded_identity
     from ..store import DamagedData, verify_data
 
@@ -146,11 +148,16 @@ def _check_data(spec, sd, result, log, code, *, force, keep, recompute_stale, fo
         else:
             fp, dfp = ds.attrs.get("study_fingerprint"), ds.attrs.get("study_data_fingerprint")
             rec = recorded_identity(ds.attrs)
-            if fp == spec.fingerprint and not (recompute_stale and not matches(rec, code)):
+            other_be = stored_backend(ds.attrs) != backend
+            if fp == spec.fingerprint and not (recompute_stale and (other_be or not matches(rec, code))):
                 if not matches(rec, code):
                     log(f"{spec.id}: note: {sd.data_path} was computed by {describe(rec)}; this process runs "
                         f"{describe(code)} (changed: {'; '.join(differences(rec, code))}). It is kept as it is; "
                         "to recompute it with this code, run again with --recompute-stale")
+                if other_be:
+                    log(f"{spec.id}: note: {sd.data_path} was computed on backend {stored_backend(ds.attrs)!r}; "
+                        f"this run asks for {backend!r} (the two agree only to rounding). It is kept as it is; "
+                        f"to recompute it on {backend!r}, run again with --recompute-stale")
                 result.status = "already complete"
                 _refresh_attrs(sd, spec, ds)
                 if not keep:
@@ -171,16 +178,17 @@ def _check_data(spec, sd, result, log, code, *, force, keep, recompute_stale, fo
     return False, data_note
 
 
-def _scan_chunks(spec, sd, cells, cjson, result, log, code, *, force, recompute_stale) -> dict:
-    """Step 3, the chunk files: each checks itself (study, cell, replicates, checksum, code).
-    Invalid ones are deleted (their replicates recomputed); another study's are refused unless
-    ``force``; chunks of other code are refused unless ``recompute_stale`` (``StaleCode``).
+def _scan_chunks(spec, sd, cells, cjson, result, log, code, *, force, recompute_stale, backend="cpu") -> dict:
+    """Step 3, the chunk files: each checks itself (study, cell, replicates, checksum, code,
+    backend).  Invalid ones are deleted (their replicates recomputed); another study's are
+    refused unless ``force``; chunks of other code (``StaleCode``) or computed on another
+    backend than ``backend`` (``OtherBackend``) are refused unless ``recompute_stale``.
     Returns ``{cell id: [(start, stop, path), ...]}`` of the valid ones."""
     from ..codeid import describe, recorded_identity
-    from ..store import CHUNK_RE, STALE
+    from ..store import CHUNK_RE, OTHER_BACKEND, STALE
 
     valid = {c.id: [] for c in cells}
-    stale, foreign, bad = [], [], []
+    stale, foreign, bad, other_be = [], [], [], []
     for p in sd.chunk_files():
         m = CHUNK_RE.match(p.name)
         cid, a, b = m.group("cell"), int(m.group("start")), int(m.group("stop"))
@@ -192,11 +200,13 @@ def _scan_chunks(spec, sd, cells, cjson, result, log, code, *, force, recompute_
                 log(f"{spec.id}: ignoring unexpected file {p}")
             continue
         meta = chunk_attrs(spec.data_fingerprint, cid, cjson[cid], np.arange(a, b))
-        reason = validate_chunk(p, meta, code=code)
+        reason = validate_chunk(p, meta, code=code, backend=backend)
         if reason is None:
             valid[cid].append((a, b, p))
         elif reason.startswith(STALE):
             stale.append(p)
+        elif reason.startswith(OTHER_BACKEND):
+            other_be.append(p)
         elif reason.startswith(_FOREIGN):
             foreign.append((p, reason))
         else:
@@ -227,7 +237,33 @@ def _scan_chunks(spec, sd, cells, cjson, result, log, code, *, force, recompute_
         result.stale = [p.name for p in stale]
         log(f"{spec.id}: --recompute-stale: removed {len(stale)} chunk(s) computed by {describe(old)}; "
             "recomputing them with this code")
+    if other_be:
+        _other_backend_chunks(spec, sd, other_be, n_valid, result, log, recompute_stale=recompute_stale,
+                              backend=backend)
     return valid
+
+
+def _other_backend_chunks(spec, sd, paths, n_valid, result, log, *, recompute_stale, backend) -> None:
+    """Chunks valid for this study and code but computed on another backend: refused
+    (``OtherBackend``: what is stored, what is asked, how to go on), or with
+    ``recompute_stale`` deleted (recomputed on ``backend``)."""
+    stored = sorted({stored_backend(open_chunk(p).attrs) for p in paths})
+    names = " and ".join(map(repr, stored))
+    if not recompute_stale:
+        resume = (f"to resume on the stored backend, run again with --backend {stored[0]} (run_study(..., "
+                  f"backend={stored[0]!r})); " if len(stored) == 1 else "")
+        raise OtherBackend(
+            f"{spec.id}: {len(paths)} chunk(s) in {sd.chunk_dir} were computed on backend {names} (e.g. "
+            f"{paths[0].name}), but this run computes on backend {backend!r} ([run] backend / --backend). "
+            "The backends agree only to rounding (about 1e-14), so mixing their chunks in one data.nc is "
+            f"refused; {resume}to recompute only those {len(paths)} chunk(s) on {backend!r} (keeping the "
+            f"{n_valid} valid ones), run again with --recompute-stale (run_study(..., recompute_stale=True)); "
+            "or use another --out directory")
+    for p in paths:
+        p.unlink()
+    result.other_backend = [p.name for p in paths]
+    log(f"{spec.id}: --recompute-stale: removed {len(paths)} chunk(s) computed on backend {names}; "
+        f"recomputing them on {backend!r}")
 
 
 def _plan_chunks(spec, sd, cells, valid, cjson):

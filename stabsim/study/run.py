@@ -30,6 +30,8 @@ class RunResult:
     computed: int = 0
     invalid: list = field(default_factory=list)       # (file name, reason) of deleted chunks
     stale: list = field(default_factory=list)         # chunks of other code, recomputed (recompute_stale)
+    other_backend: list = field(default_factory=list)  # chunks of another backend, recomputed (recompute_stale)
+    backend: str = "cpu"                               # where this run computes ("cpu"/"cuda", resolved)
     removed_temps: list = field(default_factory=list)
     status: str = "complete"                           # or "already complete"
     seconds: float = 0.0
@@ -39,12 +41,13 @@ class RunResult:
             return f"{self.study_id}: already complete -> {self.data_path}"
         extra = f", {len(self.invalid)} invalid recomputed" if self.invalid else ""
         return (f"{self.study_id}: {self.n_chunks} chunks ({self.reused} reused, {self.computed} computed"
-                f"{extra}) in {self.seconds:.1f} s -> {self.data_path}")
+                f"{extra}) on {self.backend} in {self.seconds:.1f} s -> {self.data_path}")
 
 
 def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: bool = False,
               progress: bool = True, keep_chunks: bool = False, resume_hint: str | None = None,
-              log=None, executor: "Executor | None" = None, recompute_stale: bool = False) -> RunResult:
+              log=None, executor: "Executor | None" = None, recompute_stale: bool = False,
+              backend: str | None = None) -> RunResult:
     """Run ``spec`` into ``out_dir/<spec.id>/``; resume whatever an earlier run finished.
 
     scheduler : None / ``"local"`` (in-process; numba threads parallelise inside a chunk),
@@ -61,8 +64,15 @@ def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: b
     keep_chunks : keep ``chunks/`` after ``data.nc`` is written and checked (default: delete).
         Remembered in ``study.json``: later runs keep them too.
     recompute_stale : chunks computed by other code (``stabsim.codeid``: another source hash
-        or numba/numpy/Python version) are an error naming both identities; with this, they
-        are deleted and recomputed (the chunks of this code are kept).
+        or numba/numpy/Python version), or on another backend, are an error naming both;
+        with this, they are deleted and recomputed (the chunks of this code and backend are
+        kept).
+    backend : ``"cpu"``, ``"cuda"`` or ``"auto"`` (``stabsim.backend``): where every chunk's
+        ``run_twin`` runs; None: the study's ``[run] backend`` (default "cpu").  Resolved once
+        here ("auto": the GPU if usable, else the CPU with a warning), so all chunks of a run
+        use one backend; recorded on every chunk (``chunk_backend``) and in data.nc
+        (``study_backend``, ``study_device``).  The backends agree only to rounding: a resume
+        never mixes them (chunks of another backend are refused unless ``recompute_stale``).
     executor : an ``Executor`` shared between several studies (then ``scheduler`` and
         ``client`` are ignored and the caller closes it).
 
@@ -77,6 +87,7 @@ def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: b
     sd = StudyDir(Path(out_dir) / spec.id)
     kind = KINDS[spec.kind]
     result = RunResult(spec.id, sd.root, sd.data_path, spec.n_chunks)
+    result.backend = _resolve_backend(spec, backend)
     try:
         lock = sd.lock()
         lock.__enter__()
@@ -90,6 +101,19 @@ def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: b
         lock.__exit__(None, None, None)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _resolve_backend(spec, backend) -> str:
+    """The concrete backend ("cpu"/"cuda") of one run: ``backend`` (``--backend``) or the study's
+    ``[run] backend``, resolved once in this process (``stabsim.backend.resolve_backend``)."""
+    from ..backend import BackendError, check_backend_name, resolve_backend
+
+    asked = spec.backend if backend is None else backend
+    try:
+        return resolve_backend(check_backend_name(asked))
+    except (BackendError, ValueError) as e:
+        where = f"[run] backend = {asked!r}" if backend is None else f"--backend {asked}"
+        raise StudyError(f"study {spec.id!r}: {where}: {e}") from None
 
 
 def run_studies(specs, out_dir, *, scheduler=None, client=None, **kw) -> list[RunResult]:
@@ -111,12 +135,14 @@ def _run_locked(spec, sd, kind, result, log, *, force, keep_chunks, recompute_st
     keep, foreign_study = _claim_dir(spec, sd, result, log, force=force, keep_chunks=keep_chunks)
     # 2. data.nc: verified (checksums) before it is believed
     done, data_note = _check_data(spec, sd, result, log, code, force=force, keep=keep,
-                                  recompute_stale=recompute_stale, foreign_study=foreign_study)
+                                  recompute_stale=recompute_stale, foreign_study=foreign_study,
+                                  backend=result.backend)
     if done:
         return
     # 3. chunks: each checks itself (study, cell, replicates, checksum, code)
     cjson = {c.id: json.dumps(c.coords, sort_keys=True) for c in cells}
-    valid = _scan_chunks(spec, sd, cells, cjson, result, log, code, force=force, recompute_stale=recompute_stale)
+    valid = _scan_chunks(spec, sd, cells, cjson, result, log, code, force=force, recompute_stale=recompute_stale,
+                         backend=result.backend)
     # 4. cover replicates 0..R-1 of every cell with valid chunks (any chunking); the gaps are jobs
     cover, jobs, expected, used, reused_reps = _plan_chunks(spec, sd, cells, valid, cjson)
     result.reused = len(used)
@@ -126,7 +152,7 @@ def _run_locked(spec, sd, kind, result, log, *, force, keep_chunks, recompute_st
     # 5. compute the missing chunks
     if jobs:
         _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executor, progress, log,
-                  resume_hint)
+                  resume_hint, backend=result.backend)
 
     # 6. assemble, then drop the chunks data.nc now holds (unless kept)
     assemble(spec, sd, cover=cover)

@@ -1,5 +1,5 @@
 """The keys of a study file, as ``{key: Param}`` tables: ``STUDY_PARAMS`` (``[study]``),
-``BOUNDS_PARAMS`` (``[bounds]``), ``CHECK_PARAMS`` (``[check]``), and the built-in ``twin``
+``BOUNDS_PARAMS`` (``[bounds]``), ``CHECK_PARAMS`` (``[check]``), ``RUN_PARAMS`` (``[run]``), and the built-in ``twin``
 kind's ``[data]`` (``TWIN_DATA``, ``DATA_SOURCE`` for real data) and ``[algorithm]``
 (``TWIN_ALGORITHM``), which ``twin_params()`` hands to kinds that extend them.  Every key is
 documented for users in docs/study-files.md (tests/test_study_schema_doc.py keeps the two in
@@ -173,6 +173,22 @@ CHECK_PARAMS = {
                        _check_constants, sweepable=False),
     "trivial": Param("flag bounds above the diameter 2R of the constraint set as vacuous", True, boolean,
                      sweepable=False),
+}
+
+
+# ---- [run]: how the study is computed, not what (outside the fingerprint) ---------------------
+
+def _check_backend(v):
+    """``[run] backend``: a name of ``stabsim.backend.BACKENDS``; "auto" is resolved once per run
+    (``run_study``), when the chunks are about to be computed."""
+    from ..backend import BACKENDS
+
+    return choice(BACKENDS)(v)
+
+
+RUN_PARAMS = {
+    "backend": Param("where the twin kernels run: 'cpu', 'cuda' or 'auto' (stabsim.backend)", "cpu",
+                     _check_backend, sweepable=False),
 }
 
 

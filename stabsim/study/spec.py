@@ -15,7 +15,7 @@ from pathlib import Path
 from .data_sources import _resolve_data_source
 from .grid import Cell, _sanitize, expand_cells
 from .params import REQUIRED, Param, StudyError, _Bad, _fmt, _hint, get_kind
-from .schema import BOUNDS_PARAMS, CHECK_PARAMS, DATA_SOURCE, STUDY_PARAMS
+from .schema import BOUNDS_PARAMS, CHECK_PARAMS, DATA_SOURCE, RUN_PARAMS, STUDY_PARAMS
 
 FORMAT_VERSION = 1
 
@@ -41,6 +41,7 @@ class StudySpec:
     check: dict = field(default_factory=dict)  # the [check] section (analysis only, not in the fingerprint)
     plugins: tuple = ()  # user modules ([study] plugins and --plugins), stabsim.plugins
     data_source: dict | None = None  # [data] dataset/file: what was read (_resolve_data_source)
+    backend: str = "cpu"  # [run] backend: how, not what (not in the fingerprint; stabsim.backend)
 
     # grid ---------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -65,7 +66,8 @@ class StudySpec:
     # identity -----------------------------------------------------------------------------
     def normalized(self) -> dict:
         """Everything that determines the data (not description, suite, bounds).  The code is
-        not part of it: its identity is recorded beside every result (``stabsim.codeid``)."""
+        not part of it: its identity is recorded beside every result (``stabsim.codeid``); nor
+        is ``[run] backend``: the backend is recorded beside every chunk (``chunk_backend``)."""
         out = {"id": self.id, "kind": self.kind, "seed": self.seed, "replicates": self.replicates,
                "chunk": self.chunk, "sections": self.sections, "sweep": self.sweep,
                "format": FORMAT_VERSION}
@@ -149,7 +151,7 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
     study, kind = _parse_study_section(src, path, merged, origin, seed)
     schema = _kind_schema(kind)
     _check_section_names(src, kind, schema, merged, profiles)
-    sections, bounds, check_cfg = _parse_sections(src, schema, merged, origin)
+    sections, bounds, check_cfg, run_cfg = _parse_sections(src, schema, merged, origin)
     sweep, axes = _parse_sweep(src, schema, merged, origin)
 
     data_source = None
@@ -159,7 +161,8 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
                      seed=study["seed"], replicates=study["replicates"], chunk=study["chunk"],
                      suite=study["suite"], sections=sections, sweep=sweep, bounds=bounds,
                      profile=profile, path=str(path) if path is not None else None, text=text, axes=axes,
-                     check=check_cfg, plugins=tuple(dict.fromkeys(list(study["plugins"]) + list(plugins or []))))
+                     check=check_cfg, plugins=tuple(dict.fromkeys(list(study["plugins"]) + list(plugins or []))),
+                     backend=run_cfg["backend"])
     try:
         _finish_custom_and_check(spec)
     except StudyError as e:
@@ -251,9 +254,9 @@ def _parse_study_section(src: str, path, merged: dict, origin: dict, seed: int |
 
 def _kind_schema(kind) -> dict:
     """``{section: {key: Param}}`` of a study of ``kind``: ``[study]``, ``[bounds]`` (with the
-    kind's additions), ``[check]`` and the kind's own sections."""
+    kind's additions), ``[check]``, ``[run]`` and the kind's own sections."""
     schema = {"study": STUDY_PARAMS, "bounds": {**BOUNDS_PARAMS, **kind.params.get("bounds", {})},
-              "check": CHECK_PARAMS}
+              "check": CHECK_PARAMS, "run": RUN_PARAMS}
     schema.update({s: t for s, t in kind.params.items() if s != "bounds"})
     return schema
 
@@ -279,9 +282,9 @@ def _check_section_names(src: str, kind, schema: dict, merged: dict, profiles: d
 
 def _parse_sections(src: str, schema: dict, merged: dict, origin: dict):
     """Every section but ``[study]``: keys checked, defaults filled in (``REQUIRED`` ones must
-    be given).  Returns ``(sections, bounds, check_cfg)``: the kind's sections, ``[bounds]``,
-    and ``[check]`` (empty unless the file has that section)."""
-    sections, bounds, check_cfg = {}, {}, {}
+    be given).  Returns ``(sections, bounds, check_cfg, run_cfg)``: the kind's sections,
+    ``[bounds]``, ``[check]`` (empty unless the file has that section) and ``[run]``."""
+    sections, bounds, check_cfg, run_cfg = {}, {}, {}, {}
     for sec, table in schema.items():
         if sec == "study":
             continue
@@ -301,9 +304,11 @@ def _parse_sections(src: str, schema: dict, merged: dict, origin: dict):
             bounds = vals
         elif sec == "check":
             check_cfg = vals if sec in merged else {}
+        elif sec == "run":
+            run_cfg = vals
         else:
             sections[sec] = vals
-    return sections, bounds, check_cfg
+    return sections, bounds, check_cfg, run_cfg
 
 
 def _parse_sweep(src: str, schema: dict, merged: dict, origin: dict):
@@ -312,7 +317,7 @@ def _parse_sweep(src: str, schema: dict, merged: dict, origin: dict):
     (file order) and ``{axis: (section, key)}``."""
     axes_all = {}
     for sec, table in schema.items():
-        if sec in ("study", "bounds", "check"):
+        if sec in ("study", "bounds", "check", "run"):
             continue
         for key, p in table.items():
             if p.sweepable:
