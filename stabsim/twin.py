@@ -196,13 +196,9 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         raise ValueError(f"w_ref must have {p} entries, got {wref.shape}")
     rec = np.full((R, ck.size, N_REC), np.nan)
     outs = np.zeros((R, ck.size, 2, p) if record_outputs else (1, 1, 2, 1))
-    if be == "cuda":  # one block: the GPU chunks the replicates by its memory (no progress bar)
-        from .kernels.twin_cuda import twin_kernel_cuda as kernel
-
-        blocks, bar = [slice(0, R)], None
-    else:
-        kernel = twin_kernel
-        blocks, bar = replicate_blocks(R, T, p, progress)
+    kernel = backend_kernel(be)
+    # the GPU: one block, chunked by its memory (no progress bar)
+    blocks, bar = ([slice(0, R)], None) if be == "cuda" else replicate_blocks(R, T, p, progress)
     try:
         for sl in blocks:  # replicate r depends only on (seed, r): any split gives the same numbers
             # the kernel's layout for this block's replicates (one block: all of them)
@@ -226,6 +222,16 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         backend=be, device=device_description() if be == "cuda" else "cpu",
         data_sets="per-replicate" if nS > 1 else "shared",
         eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
+
+
+def backend_kernel(backend: str):
+    """The twin kernel of a resolved backend ("cpu" or "cuda"; ``stabsim.backend.resolve_backend``):
+    ``kernels.twin_kernel`` or ``kernels.twin_cuda.twin_kernel_cuda`` (same arguments)."""
+    if backend == "cuda":
+        from .kernels.twin_cuda import twin_kernel_cuda
+
+        return twin_kernel_cuda
+    return twin_kernel
 
 
 #: rough cost of one twin step at d = 10 on one core (benchmarks/: 25-45 ns), for the progress estimate

@@ -220,3 +220,25 @@ def test_every_kind_compiles_for_the_gpu(monkeypatch):
     for kind, (kernel, args) in launched.items():
         ptx, _ = cuda.compile_ptx(kernel.py_func, tuple(numba.typeof(a) for a in args), cc=(9, 0))
         assert ".visible .entry" in ptx
+
+
+def test_private_algorithms_follow_the_backend(monkeypatch):
+    """P1 Alg. 3 runs its phases through the twin kernel itself (not run_twin): under
+    ``use_backend("cuda")`` they must run on the GPU kernel too, with the CPU's numbers."""
+    import stabsim.kernels.twin_cuda as tc
+    import stabsim.privacy.algorithms as pa
+
+    X, y = _data(n=16)
+    cfg = pa.P1Alg3Config(eps=1.0, delta=0.1, eta=0.5, loss="auc_logistic", constraint=("l2", 1.0), G=1.5)
+    cpu = pa.p1_alg3(X, y, cfg, replicates=3, seed=5, neighbour="flip")
+    calls = []
+    real = tc.twin_kernel_cuda
+    monkeypatch.setattr(tc, "twin_kernel_cuda", lambda *a, **k: calls.append(1) or real(*a, **k))
+    with backend.use_backend("cuda"):
+        gpu = pa.p1_alg3(X, y, cfg, replicates=3, seed=5, neighbour="flip")
+    assert calls, "P1 Alg. 3 did not run on the CUDA kernel"
+    for name in ("dist_phase_avg", "phase_output", "w_priv", "dist_priv"):
+        if ON_GPU:
+            np.testing.assert_allclose(gpu[name].values, cpu[name].values, rtol=GPU_RTOL)
+        else:
+            np.testing.assert_array_equal(gpu[name].values, cpu[name].values)

@@ -20,11 +20,12 @@ import xarray as xr
 from ... import rng
 from ...algorithms import get_algorithm
 from ...constraints import Constraint, get_constraint
-from ...kernels import N_REC, twin_kernel
+from ...backend import resolve_backend
+from ...kernels import N_REC
 from ...losses import Loss, get_loss
 from ...provenance import provenance
 from ...steps import kernel_step_sizes
-from ...twin import extend_with_replacements
+from ...twin import backend_kernel, extend_with_replacements
 from ...validation import positive, positive_int
 from .. import calibration as cal
 from .common import (_add_private, _attach, _check_privacy, _constants, _data, _neighbours,
@@ -172,6 +173,7 @@ def _phase_averages(config, tw, start, nk, eta_k, Tk, sk, W, Wp):
     omegas, os_ = alg.kernel_omegas(etas, es, Tk)
     ck = np.array([Tk], dtype=np.int64)
     res = []
+    twin_kernel = backend_kernel(resolve_backend())   # the study's or caller's backend (use_backend)
     for W0 in (W, Wp):
         rec = np.full((R, 1, N_REC), np.nan)
         outs = np.zeros((R, 1, 2, p))
