@@ -154,6 +154,10 @@ def resolve_studies(names, studies_dir: Path) -> list[Path]:
     return out
 
 
+#: a run of this many studies (or 'suite') first compiles the recorded kernels in parallel (stabsim.warmup)
+WARM_STUDIES = 5
+
+
 def cmd_run(args) -> int:
     from .builtin import load_all
 
@@ -175,6 +179,10 @@ def cmd_run(args) -> int:
     if not args.no_analyse:
         from .analyses import analyse
     failures: dict[str, str] = {}
+    if "suite" in args.study or len(specs) >= WARM_STUDIES:  # compile on every core first, once per version
+        from .warmup import warm
+
+        warm(log=lambda m: print(m, file=sys.stderr))
     with Executor(args.scheduler) as ex:
         for spec in specs:  # each study is analysed as soon as it finishes
             try:

@@ -1,0 +1,170 @@
+"""Compile the kernels a study run needs on every core at once, before it starts (issue #17).
+
+numba compiles a kernel the first time it is called, one after the other, on one core: on a fresh
+install the quick suite spends about 3.5 of its 5.7 minutes compiling.  ``warm()`` compiles the
+kernels listed in ``stabsim/data/kernel_signatures.pkl`` (every kernel and signature the quick
+suite compiles, recorded by ``python -m stabsim.warmup --record``) in a pool of worker processes,
+one per core; each writes its results to numba's on-disk cache (``stabsim._cache``), from which the
+run then loads them.  Nothing is computed, so no number depends on it.
+
+``stabsim run`` calls it once per source version: a marker file in the cache folder records that
+the warm-up ran, so a warm cache costs nothing.  It is skipped on one core (nothing to gain), when
+``STABSIM_NO_WARMUP=1``, and when numba has no on-disk cache.  A kernel that fails to compile in a
+worker (a signature recorded by another numba version, say) is simply left for the run to compile.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import re
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from importlib import import_module
+from pathlib import Path
+
+SIGNATURES = Path(__file__).resolve().parent / "data" / "kernel_signatures.pkl"
+MARKER = "warmup-done"
+#: compiled first, each in its own task: the four twin kernels take most of the time
+_HEAVY = re.compile(r"_kernel\(\d\)$")
+
+
+def _resolve(module: str, path: str):
+    """The dispatcher at ``module`` + ``path`` ("name", "name[i]" or "name(i)")."""
+    obj = import_module(module)
+    m = re.fullmatch(r"(\w+)(?:\[(\d+)\]|\((\d+)\))?", path)
+    obj = getattr(obj, m.group(1))
+    if m.group(2) is not None:
+        obj = obj[int(m.group(2))]
+    elif m.group(3) is not None:
+        obj = obj(int(m.group(3)))
+    return obj
+
+
+def _compile_task(entries) -> tuple[int, int]:
+    """Compile (module, path, signatures) entries in this worker; (compiled, failed) counts."""
+    ok = bad = 0
+    for module, path, sigs in entries:
+        try:
+            disp = _resolve(module, path)
+        except Exception:
+            bad += len(sigs)
+            continue
+        for sig in sigs:
+            try:
+                disp.compile(sig)
+                ok += 1
+            except Exception:
+                bad += 1
+    return ok, bad
+
+
+def _tasks(entries) -> list:
+    """The twin kernels one per task (largest first), the other kernels one task per module."""
+    heavy = [[e] for e in entries if _HEAVY.search(e[1])]
+    by_module: dict[str, list] = {}
+    for e in entries:
+        if not _HEAVY.search(e[1]):
+            by_module.setdefault(e[0], []).append(e)
+    return heavy + sorted(by_module.values(), key=len, reverse=True)
+
+
+def load_signatures(path=SIGNATURES) -> list:
+    try:
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    except Exception:   # missing, or pickled by an incompatible numba: nothing to warm
+        return []
+
+
+def _cache_dir() -> Path | None:
+    from numba.core.config import CACHE_DIR
+
+    return Path(CACHE_DIR) if CACHE_DIR else None
+
+
+def warm(processes: int | None = None, log=None, entries=None, cache=None) -> dict | None:
+    """Compile the recorded kernels (``entries``, default ``load_signatures()``) on ``processes``
+    workers (default: the usable cores), unless this source version already did (the marker in
+    ``cache``, default numba's cache folder), or there is one core.  Returns what was done, or None."""
+    import stabsim  # noqa: F401  (configures numba's cache folder before anything compiles)
+
+    cache = _cache_dir() if cache is None else Path(cache)
+    if os.environ.get("STABSIM_NO_WARMUP") == "1" or cache is None or (cache / MARKER).exists():
+        return None
+    n = processes or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    entries = load_signatures() if entries is None else entries
+    if (n or 1) < 2 or not entries:
+        return None
+    t0 = time.perf_counter()
+    if log:
+        log(f"compiling the kernels on {n} cores first (once per stabsim version; STABSIM_NO_WARMUP=1 skips it)")
+    # spawned, not forked: a fork of a process whose numba threads are running can hang
+    with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
+        counts = list(pool.map(_compile_task, _tasks(entries)))
+    done = {"compiled": sum(c[0] for c in counts), "failed": sum(c[1] for c in counts),
+            "seconds": time.perf_counter() - t0, "processes": n}
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        (cache / MARKER).write_text(repr(done) + "\n")
+    except OSError:
+        pass
+    return done
+
+
+def record(out=SIGNATURES) -> int:
+    """Write every compiled signature of every stabsim kernel in this process to ``out``
+    (run after the quick suite, in the same process: ``python -m stabsim.warmup --record``)."""
+    from numba.core.dispatcher import Dispatcher
+
+    entries, seen = [], set()
+
+    def add(module, path, obj):
+        if isinstance(obj, Dispatcher) and id(obj) not in seen and obj.signatures:
+            seen.add(id(obj))
+            entries.append((module, path, list(obj.signatures)))
+
+    for name, mod in sorted(sys.modules.items()):
+        if not name.startswith("stabsim") or mod is None:
+            continue
+        for attr, obj in list(vars(mod).items()):
+            if isinstance(obj, tuple):
+                for i, o in enumerate(obj):
+                    add(name, f"{attr}[{i}]", o)
+            else:
+                add(name, attr, obj)
+    from .kernels import twin
+
+    for k in range(twin.GENERAL + 1):
+        add("stabsim.kernels.twin", f"_kernel({k})", twin._kernel(k))
+    with open(out, "wb") as fh:
+        pickle.dump(entries, fh)
+    return sum(len(e[2]) for e in entries)
+
+
+def _main(argv=None) -> int:
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser(description="compile stabsim's kernels in parallel (or record which)")
+    ap.add_argument("--record", action="store_true",
+                    help="run the quick suite in this process, then write the signatures it compiled")
+    args = ap.parse_args(argv)
+    if args.record:
+        from .cli import main as cli
+
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                cli(["run", "suite", "--quick", "--out", tmp, "--no-progress", "--no-analyse"])
+            except SystemExit:
+                pass
+        print(f"{record()} signatures -> {SIGNATURES}")
+        return 0
+    print(warm(log=print))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

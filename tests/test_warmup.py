@@ -1,0 +1,49 @@
+"""stabsim.warmup: the recorded kernels compile in worker processes into numba's on-disk cache,
+once per source version, and a run then loads them (issue #17).  No timing is asserted."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+
+from stabsim import rng, warmup
+
+SIG = (types.uint64, types.int64, types.Array(types.float64, 1, "C"))
+
+
+def test_recorded_signatures_resolve_to_kernels():
+    entries = warmup.load_signatures()
+    assert entries, "stabsim/data/kernel_signatures.pkl is missing or unreadable"
+    paths = {(m, p) for m, p, _ in entries}
+    assert ("stabsim.kernels.twin", "_kernel(0)") in paths   # the four twin kernels are recorded
+    for module, path, sigs in entries:
+        disp = warmup._resolve(module, path)
+        assert hasattr(disp, "compile") and sigs
+
+
+def test_tasks_put_each_twin_kernel_alone_and_first():
+    entries = [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "_kernel(3)", [SIG]),
+               ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.kernels.twin", "_kernel(0)", [SIG])]
+    tasks = warmup._tasks(entries)
+    assert [t[0][1] for t in tasks[:2]] == ["_kernel(3)", "_kernel(0)"]
+    assert sorted(e[1] for e in tasks[2]) == ["fill_normal", "fill_uniform"]
+
+
+def test_warm_compiles_in_workers_once_and_writes_the_marker(tmp_path, monkeypatch):
+    monkeypatch.delenv("STABSIM_NO_WARMUP", raising=False)
+    entries = [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.rng", "no_such_kernel", [SIG])]
+    done = warmup.warm(processes=2, entries=entries, cache=tmp_path)
+    assert done["compiled"] == 1 and done["failed"] == 1 and done["processes"] == 2
+    assert (tmp_path / warmup.MARKER).exists()
+    assert warmup.warm(processes=2, entries=entries, cache=tmp_path) is None   # once per version
+    out = np.empty(3)
+    rng.fill_uniform(rng.key(0, 0, 1), np.int64(0), out)   # the run's own call still works
+    assert np.all((out >= 0) & (out < 1))
+
+
+def test_warm_is_skipped_on_one_core_and_on_request(tmp_path, monkeypatch):
+    entries = [("stabsim.rng", "fill_uniform", [SIG])]
+    assert warmup.warm(processes=1, entries=entries, cache=tmp_path) is None
+    monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
+    assert warmup.warm(processes=2, entries=entries, cache=tmp_path) is None
+    assert not (tmp_path / warmup.MARKER).exists()
