@@ -15,6 +15,7 @@ worker (a signature recorded by another numba version, say) is simply left for t
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import os
 import pickle
@@ -26,7 +27,9 @@ from importlib import import_module
 from pathlib import Path
 
 SIGNATURES = Path(__file__).resolve().parent / "data" / "kernel_signatures.pkl"
-MARKER = "warmup-done"
+# numba files a cache entry under the source file's folder path too, so two checkouts of the same
+# source (same cache folder) do not share entries: one marker per checkout
+MARKER = "warmup-done-" + hashlib.sha1(str(Path(__file__).resolve().parent).encode()).hexdigest()[:16]
 #: compiled first, each in its own task: the four twin kernels take most of the time
 _HEAVY = re.compile(r"_kernel\(\d\)$")
 

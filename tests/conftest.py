@@ -15,3 +15,11 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("stabsim", deadline=None, print_blob=True)
 settings.load_profile("stabsim")
+
+
+def pytest_sessionstart(session):
+    """Compile the kernels the suite records on every core first (stabsim.warmup: once per source
+    version; the tests then load most of what they compile from numba's on-disk cache)."""
+    from stabsim.warmup import warm
+
+    warm()
