@@ -32,20 +32,24 @@ _DEFAULT = threading.local()
 
 
 @contextlib.contextmanager
-def use_backend(name):
-    """Within the block (this thread), ``run_twin(backend=None)`` runs on ``name``."""
-    check_backend_name(name)
-    old = getattr(_DEFAULT, "name", None)
-    _DEFAULT.name = name
+def thread_default(local: threading.local, value):
+    """Within the block, ``local.value`` is ``value`` in this thread (restored after)."""
+    old = getattr(local, "value", None)
+    local.value = value
     try:
         yield
     finally:
-        _DEFAULT.name = old
+        local.value = old
+
+
+def use_backend(name):
+    """Within the block (this thread), ``run_twin(backend=None)`` runs on ``name``."""
+    return thread_default(_DEFAULT, check_backend_name(name))
 
 
 def default_backend() -> str:
     """The backend ``run_twin(backend=None)`` uses in this thread (``"cpu"`` unless ``use_backend``)."""
-    return getattr(_DEFAULT, "name", None) or "cpu"
+    return getattr(_DEFAULT, "value", None) or "cpu"
 
 
 def check_backend_name(name) -> str:

@@ -6,7 +6,6 @@ returns an ``xarray.Dataset`` with dims ``replicate`` and ``t`` (the checkpoints
 
 from __future__ import annotations
 
-import contextlib
 import threading
 
 import math
@@ -17,7 +16,7 @@ import xarray as xr
 
 from . import rng
 from .algorithms import get_algorithm
-from .backend import device_description, resolve_backend
+from .backend import device_description, resolve_backend, thread_default
 from .constraints import get_constraint
 from .kernels import N_REC, twin_kernel
 from .kernels.twin import checkpoint_sums
@@ -243,16 +242,10 @@ PROGRESS_SECONDS = 5.0
 _PROGRESS = threading.local()
 
 
-@contextlib.contextmanager
 def progress_bars(enabled):
     """Within the block (this thread), ``run_twin(progress=None)`` uses ``enabled`` instead of its
     estimate (the study engine turns the bars off: it shows its own progress over chunks)."""
-    old = getattr(_PROGRESS, "default", None)
-    _PROGRESS.default = enabled
-    try:
-        yield
-    finally:
-        _PROGRESS.default = old
+    return thread_default(_PROGRESS, enabled)
 
 
 def replicate_blocks(R: int, T: int, p: int, progress=None):
@@ -265,7 +258,7 @@ def replicate_blocks(R: int, T: int, p: int, progress=None):
     stops the block in flight (the kernel checks a stop flag), and nothing is returned."""
     est = T * R * NS_PER_TWIN_STEP * max(1.0, p / 10) * 1e-9
     if progress is None:
-        progress = getattr(_PROGRESS, "default", None)
+        progress = getattr(_PROGRESS, "value", None)
     show = est > PROGRESS_SECONDS if progress is None else bool(progress)
     if not show or R < 2:
         return [slice(0, R)], None
