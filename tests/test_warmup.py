@@ -47,3 +47,15 @@ def test_warm_is_skipped_on_one_core_and_on_request(tmp_path, monkeypatch):
     monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
     assert warmup.warm(processes=2, entries=entries, cache=tmp_path) is None
     assert not (tmp_path / warmup.MARKER).exists()
+
+
+def test_a_pool_that_cannot_start_leaves_the_run_to_compile(tmp_path, monkeypatch):
+    def broken(*a, **k):
+        raise OSError("no semaphores here")
+
+    monkeypatch.setattr(warmup, "ProcessPoolExecutor", broken)
+    said = []
+    entries = [("stabsim.rng", "fill_uniform", [SIG])]
+    assert warmup.warm(processes=2, entries=entries, cache=tmp_path, log=said.append) is None
+    assert "warm-up skipped: OSError: no semaphores here" in said[-1]
+    assert not (tmp_path / warmup.MARKER).exists()
