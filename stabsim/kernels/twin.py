@@ -718,6 +718,23 @@ def _kernel(kind):
     return _build(kind)
 
 
+def call_setup(schedule, s, form, etas, omegas, sigma, indep_noise, kind, T, strides):
+    """What both backends' entry points derive from their arguments, checked:
+    (sigma, noise code, T, eta stride, omega stride, kernel kind)."""
+    sigma = float(sigma)
+    noise = NOISE_NONE if sigma == 0.0 else (NOISE_INDEPENDENT if indep_noise else NOISE_SHARED)
+    es, os_ = (int(v) for v in strides)
+    T = int(etas.shape[0] - 1 if T is None else T)
+    for name, arr, st in (("etas", etas, es), ("omegas", omegas, os_)):
+        if st not in (0, 1) or arr.shape[0] < (1 if st == 0 else T + 1):
+            raise ValueError(f"{name}: need stride 0 (one constant) or 1 with T + 1 = {T + 1} entries, "
+                             f"got stride {st} and {arr.shape[0]} entries")
+    kk = kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind)
+    if not 0 <= kk <= GENERAL:
+        raise ValueError(f"unknown kernel kind {kk}; kinds are 0..{GENERAL}")
+    return sigma, noise, T, es, os_, kk
+
+
 def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                 etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                 kind=None, T=None, strides=(1, 1), stop=None):
@@ -738,20 +755,10 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
     and a signal (Ctrl-C, SIGTERM) sets the flag and is re-raised here within about a second
     (``stabsim._signals.call_interruptible``); the unfinished ``rec`` is then discarded.
     """
-    sigma = float(sigma)
-    noise = NOISE_NONE if sigma == 0.0 else (NOISE_INDEPENDENT if indep_noise else NOISE_SHARED)
+    sigma, noise, T, es, os_, kk = call_setup(schedule, s, form, etas, omegas, sigma, indep_noise, kind, T, strides)
     i64 = np.int64
-    es, os_ = (int(v) for v in strides)
-    if T is None:
-        T = etas.shape[0] - 1
-    T = int(T)
-    for name, arr, st in (("etas", etas, es), ("omegas", omegas, os_)):
-        if st not in (0, 1) or arr.shape[0] < (1 if st == 0 else T + 1):
-            raise ValueError(f"{name}: need stride 0 (one constant) or 1 with T + 1 = {T + 1} entries, "
-                             f"got stride {st} and {arr.shape[0]} entries")
     if stop is None:
         stop = new_stop_flag()
-    kk = kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind)
     # A short call on a fast kind (under about 0.1 s on one core) runs directly: a signal waits for
     # it, and it saves the helper thread's start (0.05-0.5 ms on a loaded machine).
     small = kk != GENERAL and W0.shape[0] * T * max(X.shape[2], 10) < INTERRUPTIBLE_MIN_WORK

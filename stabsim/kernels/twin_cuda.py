@@ -32,7 +32,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..backend import cuda_module, simulator_enabled
-from .twin import GENERAL, N_REC, build_replicate, kernel_kind, twin_layout
+from .twin import N_REC, build_replicate, call_setup, twin_layout
 
 # imported here, not on ``import stabsim`` (this module is imported only when a GPU run is asked
 # for); a module global, as numba's simulator expects of the ``cuda`` a kernel refers to
@@ -120,16 +120,8 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
                      kind=None, T=None, strides=(1, 1), stop=None, chunk=None):
     """``twin.twin_kernel`` on the GPU: the same arguments and the same results (to rounding).
     ``chunk``: replicates per launch (default: what fits in GPU memory)."""
-    from .twin import NOISE_INDEPENDENT, NOISE_NONE, NOISE_SHARED
-
+    sigma, noise, T, es, os_, kk = call_setup(schedule, s, form, etas, omegas, sigma, indep_noise, kind, T, strides)
     i64 = np.int64
-    sigma = float(sigma)
-    noise = NOISE_NONE if sigma == 0.0 else (NOISE_INDEPENDENT if indep_noise else NOISE_SHARED)
-    es, os_ = (int(v) for v in strides)
-    T = int(etas.shape[0] - 1 if T is None else T)
-    kk = kernel_kind(int(schedule), int(s), int(form)) if kind is None else int(kind)
-    if not 0 <= kk <= GENERAL:
-        raise ValueError(f"unknown kernel kind {kk}")
     R, p = W0.shape
     nS, rows, d = X.shape
     C = ckpts.shape[0]
