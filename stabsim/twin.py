@@ -108,7 +108,8 @@ def check_twin_memory(**kw) -> None:
 def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", eta=0.1,
              T=1000, replicates=100, seed=0, neighbour="farthest", checkpoints=None,
              record_outputs=False, w0=None, sigma=0.0, independent_noise=False, buffer=None,
-             output=None, q=None, w_ref=None, problem=None, progress=None, backend=None) -> xr.Dataset:
+             output=None, q=None, w_ref=None, problem=None, progress=None, backend=None,
+             mirror_identical=True) -> xr.Dataset:
     """Run ``algorithm`` on S = (X, y) and on its neighbour S' with shared randomness.
 
     Parameters
@@ -139,6 +140,10 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         (``stabsim.backend.use_backend``; ``"cpu"``).  Both draw the same indices and noise;
         the numbers agree to rounding (docs/gpu.md).  Recorded in the attributes ``backend``
         and ``device``.
+    mirror_identical : when a replicate's S' is S exactly (neighbour ``"same"``, or a replacement
+        equal to z_k) and the noise is shared, the run on S' is the run on S: computed once and
+        reported for both (half the work).  The numbers are the same bit for bit as computing it,
+        which ``False`` does (the coupling control of tests/test_mirror.py).
 
     Returns
     -------
@@ -188,6 +193,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         raise ValueError(f"sigma (noise level) must be finite and >= 0, got {sigma!r}")
     nb = as_neighbour(neighbour)
     kidx, xrep, yrep = make_neighbours(nb, X, y, reps, seed, problem=problem)
+    kkern = mirrored_kidx(X, y, kidx, xrep, yrep) if mirror_identical else kidx
     W0 = _initial_points(w0, R, p, reps, seed, cons, md)
     has_ref = w_ref is not None
     wref = np.zeros(p) if w_ref is None else np.ascontiguousarray(np.asarray(w_ref, float).ravel())
@@ -203,7 +209,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
             # the kernel's layout for this block's replicates (one block: all of them)
             Xext, Yext, krows = extend_with_replacements(X if nS == 1 else X[sl], y if nS == 1 else y[sl],
                                                          xrep[sl], yrep[sl])
-            kernel(Xext, Yext, kidx[sl], krows, reps[sl], np.int64(seed),
+            kernel(Xext, Yext, kkern[sl], krows, reps[sl], np.int64(seed),
                    alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
                    cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
                    bool(independent_noise), has_ref, wref, W0[sl], ck, rec[sl], bool(record_outputs),
@@ -221,6 +227,17 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         backend=be, device=device_description() if be == "cuda" else "cpu",
         data_sets="per-replicate" if nS > 1 else "shared",
         eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
+
+
+def mirrored_kidx(X, y, kidx, xrep, yrep):
+    """``kidx`` with -1 (the kernel's "S' = S") for the replicates whose replacement equals the
+    example it replaces bit for bit: X (nS, n, d), y (nS, n) with nS = 1 or R."""
+    r = np.arange(len(kidx))
+    s = r if X.shape[0] > 1 else np.zeros_like(r)
+    k = np.maximum(kidx, 0)
+    bits = lambda a: np.ascontiguousarray(a, dtype=np.float64).view(np.int64)  # noqa: E731 (-0.0 != 0.0)
+    same = (kidx >= 0) & np.all(bits(X[s, k]) == bits(xrep), axis=1) & (bits(y[s, k]) == bits(yrep))
+    return np.where(same, -1, kidx).astype(np.int64)
 
 
 def backend_kernel(backend: str):

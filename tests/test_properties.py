@@ -27,13 +27,14 @@ PAIRWISE_ALGS = ["p1_alg1", "p1_buffer", "sgd_pair", "p0_alg1", "p4_alg2", "p2_a
        n=st.integers(3, 9), T=st.integers(1, 20), seed=st.integers(0, 2 ** 31),
        sigma=st.sampled_from([0.0, 0.5]), radius=st.sampled_from([None, 0.3]))
 def test_identical_neighbour_gives_zero_distance_everywhere(alg, lossname, n, T, seed, sigma, radius):
-    """S' = S (neighbour 'same'): both runs see the same data and randomness -> distance exactly 0."""
+    """S' = S (neighbour 'same'): both runs see the same data and randomness -> distance exactly 0.
+    ``mirror_identical=False``: the S' run is computed (the default reports the S run for both)."""
     loss = ("point_" if alg == "p4_alg1" else "auc_") + ("lsq" if alg == "p4_alg1" and lossname == "squared" else lossname)
     X = np.random.default_rng(seed % 1000).normal(size=(n, 2))
     y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
     ds = stabsim.run_twin(X, y, algorithm=alg, loss=loss, eta=0.3, T=T, replicates=3, seed=seed,
                           neighbour="same", sigma=sigma, constraint="none" if radius is None else ("l2", radius),
-                          checkpoints=np.arange(1, T + 1))
+                          checkpoints=np.arange(1, T + 1), mirror_identical=False)
     assert np.all(ds.dist_iterate.values == 0.0)
     assert np.all(ds.dist_output.values == 0.0)
 

@@ -236,7 +236,7 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
 
 @njit(cache=True, inline="always")
 def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, ya0, yb0, a1, b1, ya1, yb1,
-                      eta, nz, nr1, nrm2):
+                      eta, nz, nr1, nrm2, mirror):
     """One step of both runs with a single pair (rows a, b, labels ya, yb; run 0 = S, run 1 =
     S') or point (row a, label ya, b = -1) and a linear margin, in place:
     w = W[run, 1] <- Pi(w - eta (f (x_a - x_b) + noise)), grad f(w) = f (x_a - x_b) (f x_a for
@@ -245,6 +245,9 @@ def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, y
     (at d = 100, 98 -> 77 ns per twin step in a stand-alone loop).  The updates are
     ``_apply_step``.
 
+    ``mirror``: S' = S with shared noise: run S' is run S, so its update is skipped (``_record``
+    reads run S for both).
+
     Returns (loss of run S at the iterate before the step, whether w changed in S, in S')."""
     d = Xs.shape[1]
     live0 = True   # same-label AUC pairs have zero loss and gradient: no margin needed
@@ -252,6 +255,8 @@ def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, y
     if pair and form != RANKING:
         live0 = _linear_coef(form, ya0, yb0) != 0.0
         live1 = _linear_coef(form, ya1, yb1) != 0.0
+    if mirror:
+        live1 = False
     dot0 = 0.0
     dot1 = 0.0
     if live0 or live1:
@@ -276,7 +281,7 @@ def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, y
         else:
             f1 = point_coef_from_dot(form, phi, q, dot1, ya1)[1]
     moved0 = _apply_step(ckind, radius, noisy, pair, W, 0, Xs, a0, b0, f0, eta, nz, 0, nrm2)
-    moved1 = _apply_step(ckind, radius, noisy, pair, W, 1, Xs, a1, b1, f1, eta, nz, nr1, nrm2)
+    moved1 = False if mirror else _apply_step(ckind, radius, noisy, pair, W, 1, Xs, a1, b1, f1, eta, nz, nr1, nrm2)
     return val0, moved0, moved1
 
 
@@ -411,6 +416,9 @@ def build_replicate(KIND, POLL):
         Ys = Y[sidx]
         k = kidx[r]
         krow = krows[r]
+        # S' = S (k = -1) with shared noise: run S' is run S, computed once (``_record`` reads run S
+        # for both; bit-identical to computing it, tests/test_mirror.py)
+        mirror = k < 0 and noise != NOISE_INDEPENDENT
         key_i = stream_key(seed, reps[r], STREAM_INDEX)
         key_n = stream_key(seed, reps[r], STREAM_NOISE)
         key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME)
@@ -506,18 +514,19 @@ def build_replicate(KIND, POLL):
                 bp = _rowid(ib, True, k, krow) if PAIR else -1
                 fval, moved0, moved1 = _twin_single_step(
                     form, phi, q, ckind, radius, noisy, PAIR, W, Xs, ia, ib, ya, yb, ap, bp,
-                    ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2)
+                    ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2, mirror)
                 same0 = not moved0
                 same1 = not moved1
             else:
                 fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
                                      radius, md, eta, noisy, nz, 0, W, 0, g, dx, work, stats, A, V, lam, tmp)
-                _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
-                              radius, md, eta, noisy, nz, nr1, W, 1, g, dx, work, stats, A, V, lam, tmp)
+                if not mirror:
+                    _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
+                                  radius, md, eta, noisy, nz, nr1, W, 1, g, dx, work, stats, A, V, lam, tmp)
                 same0 = False
-                same1 = False
+                same1 = mirror
             if lag == 0:
-                for run in range(2):
+                for run in range(1 if mirror else 2):
                     for c in range(p):
                         acc[run, c] += om * W[run, 1, c]
             if has_ref:
@@ -529,14 +538,15 @@ def build_replicate(KIND, POLL):
                     lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, False, k, krow, form, phi, q,
                                    wref, 0.0, g[0], dx, work, stats[0])
             if not FAST and use_stats:   # (only ALL_PREV uses statistics: a GENERAL schedule)
-                for run in range(2):
+                for run in range(1 if mirror else 2):
                     stats_add(stats[run], Xs, Ys, _rowid(hist[t], run == 1, k, krow))
             lsum += fval
             l2sum += eta * eta * fval
             if lag >= 0:
                 wsum += om
             if ci < C and ckpts[ci] == t:
-                _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lrsum, l2sum)
+                _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend0 if mirror else pend1, wsum, lag, lsum,
+                        lrsum, l2sum, 0 if mirror else 1)
                 ci += 1
 
     return replicate
@@ -610,21 +620,22 @@ def _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
 
 
 @njit(cache=True)
-def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lrsum, l2sum):
+def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lrsum, l2sum, r1):
     """Write checkpoint ci of replicate r (see the module docstring for rec's columns); w_t is
-    W[0, 1] (run S) and W[1, 1] (run S').  The weighted sums are acc plus, for lags 1 and 2,
-    the deferred weights pend0/pend1 times slot 0 (acc itself is not changed, so the numbers
-    at a step do not depend on which other steps are checkpoints)."""
+    W[0, 1] (run S) and W[r1, 1] (run S': r1 = 1, or 0 when the replicate mirrors S).  The
+    weighted sums are acc plus, for lags 1 and 2, the deferred weights pend0/pend1 times slot 0
+    (acc itself is not changed, so the numbers at a step do not depend on which other steps are
+    checkpoints)."""
     p = W.shape[2]
     dd = 0.0
     for c in range(p):
-        e = W[0, 1, c] - W[1, 1, c]
+        e = W[0, 1, c] - W[r1, 1, c]
         dd += e * e
     rec[r, ci, 0] = math.sqrt(dd)
     if lag >= 0:
         dd = 0.0
         for c in range(p):
-            e = (_pending_sum(acc[0, c], pend0, W[0, 0, c]) - _pending_sum(acc[1, c], pend1, W[1, 0, c])) / wsum
+            e = (_pending_sum(acc[0, c], pend0, W[0, 0, c]) - _pending_sum(acc[r1, c], pend1, W[r1, 0, c])) / wsum
             dd += e * e
         rec[r, ci, 1] = math.sqrt(dd)
     else:
@@ -635,7 +646,7 @@ def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lr
     if rec_out:
         for c in range(p):
             outs[r, ci, 0, c] = _pending_sum(acc[0, c], pend0, W[0, 0, c]) / wsum if lag >= 0 else W[0, 1, c]
-            outs[r, ci, 1, c] = _pending_sum(acc[1, c], pend1, W[1, 0, c]) / wsum if lag >= 0 else W[1, 1, c]
+            outs[r, ci, 1, c] = _pending_sum(acc[r1, c], pend1, W[r1, 0, c]) / wsum if lag >= 0 else W[r1, 1, c]
 
 
 @njit(cache=True, inline="always")
