@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 STREAM_INDEX = 1
 STREAM_NOISE = 2
@@ -107,6 +107,33 @@ def fill_normal(key, start, out):
         out[c] = normal(key, start + c)
 
 
+#: ``fill`` hands arrays of at least this many numbers to the parallel filler
+PARALLEL_FILL_MIN = 1 << 15
+_FILL_BLOCK = 1 << 12
+
+
+@njit(cache=True, parallel=True)
+def _fill_parallel(key, start, out, gaussian):
+    """``fill_uniform`` / ``fill_normal`` over blocks on all threads: number c is still a
+    function of (key, start + c) alone, so the array is the same bit for bit."""
+    nb = (out.shape[0] + _FILL_BLOCK - 1) // _FILL_BLOCK
+    for b in prange(nb):
+        lo = b * _FILL_BLOCK
+        for c in range(lo, min(out.shape[0], lo + _FILL_BLOCK)):
+            out[c] = normal(key, start + c) if gaussian else uniform(key, start + c)
+
+
+def fill(key, start: int, out: np.ndarray, gaussian: bool) -> None:
+    """Numbers start, start + 1, ... of stream ``key`` into ``out`` (1-d float64): normals or
+    uniforms; large arrays are filled on all numba threads (same numbers)."""
+    if out.shape[0] >= PARALLEL_FILL_MIN:
+        _fill_parallel(key, np.int64(start), out, gaussian)
+    elif gaussian:
+        fill_normal(key, np.int64(start), out)
+    else:
+        fill_uniform(key, np.int64(start), out)
+
+
 # ---- Python-side conveniences (not used inside kernels) ---------------------------------
 
 def key(seed: int, replicate: int, stream: int) -> np.uint64:
@@ -118,11 +145,11 @@ def key(seed: int, replicate: int, stream: int) -> np.uint64:
 
 def uniforms(seed: int, replicate: int, stream: int, size: int, start: int = 0) -> np.ndarray:
     out = np.empty(int(size))
-    fill_uniform(key(seed, replicate, stream), np.int64(start), out)
+    fill(key(seed, replicate, stream), start, out, False)
     return out
 
 
 def normals(seed: int, replicate: int, stream: int, size: int, start: int = 0) -> np.ndarray:
     out = np.empty(int(size))
-    fill_normal(key(seed, replicate, stream), np.int64(start), out)
+    fill(key(seed, replicate, stream), start, out, True)
     return out

@@ -43,13 +43,13 @@ class _Stream:
 
     def uniform(self, size):
         out = np.empty(int(np.prod(size)))
-        rng.fill_uniform(self.key, np.int64(self.pos), out)
+        rng.fill(self.key, self.pos, out, False)
         self.pos += out.size
         return out.reshape(size)
 
     def normal(self, size):
         out = np.empty(int(np.prod(size)))
-        rng.fill_normal(self.key, np.int64(self.pos), out)
+        rng.fill(self.key, self.pos, out, True)
         self.pos += 2 * out.size  # a normal uses two counters
         return out.reshape(size)
 
@@ -89,6 +89,20 @@ class Problem:
 
     def sample(self, n: int, seed: int, replicate: int = 0, stream: int = rng.STREAM_DATA):
         return _SAMPLERS[self.name](self, int(n), _Stream(seed, replicate, stream))
+
+    def sample_replicates(self, n: int, seed: int, replicates):
+        """One data set per replicate id, stacked: X (R, n, d), y (R, n), replicate r's set being
+        ``sample(n, seed, r)``; written in place (one data set in memory besides the stack)."""
+        X = y = None
+        for i, r in enumerate(replicates):
+            Xi, yi = self.sample(n, seed, int(r))
+            if X is None:
+                X = np.empty((len(replicates),) + Xi.shape, dtype=Xi.dtype)
+                y = np.empty((len(replicates),) + yi.shape, dtype=yi.dtype)
+            X[i], y[i] = Xi, yi
+        if X is None:
+            raise ValueError("sample_replicates needs at least one replicate id")
+        return X, y
 
     def risk(self, w):
         return None if self._risk is None else self._risk(np.asarray(w, dtype=float))

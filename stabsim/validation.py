@@ -8,11 +8,14 @@ import numbers
 import numpy as np
 
 
-def check_Xy(X, y, *, pairwise_auc: bool = False, name: str = "X"):
+def check_Xy(X, y, *, pairwise_auc: bool = False, name: str = "X", copy: bool = True):
     """Validate a data set; return float64 C-contiguous copies.
 
     X: (n, d) or (nS, n, d) for one data set per replicate; y: (n,) or (nS, n).
     ``pairwise_auc``: labels must be in {-1, +1} with both classes present.
+    ``copy=False``: hand back the caller's own arrays when they already are float64 and
+    C-contiguous (for callers that only read them and copy what they keep, e.g. ``run_twin``,
+    whose kernel layout is a new array: one copy less of a data set per replicate).
     """
     X = np.asarray(X)
     y = np.asarray(y)
@@ -30,9 +33,9 @@ def check_Xy(X, y, *, pairwise_auc: bool = False, name: str = "X"):
         raise ValueError(f"need at least one feature, got d = {X.shape[-1]}")
     if np.iscomplexobj(X) or np.iscomplexobj(y):
         raise ValueError(f"{name} and y must be real-valued, got dtypes {X.dtype} and {y.dtype}")
-    # always copies (ascontiguousarray would hand back the caller's own float64 array)
-    X = np.array(X, dtype=np.float64, order="C", copy=True)
-    y = np.array(y, dtype=np.float64, order="C", copy=True)
+    # copy=True always copies (ascontiguousarray would hand back the caller's own float64 array)
+    X = np.array(X, dtype=np.float64, order="C", copy=True if copy else None)
+    y = np.array(y, dtype=np.float64, order="C", copy=True if copy else None)
     for arr, nm in ((X, name), (y, "y")):
         bad = ~np.isfinite(arr)
         if bad.any():

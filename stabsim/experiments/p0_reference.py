@@ -43,8 +43,7 @@ def twin_ref_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dat
     pb = _problem(d)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     if d["per_replicate"]:
-        sets = [pb.sample(d["n"], data_seed, int(r)) for r in replicates]
-        X, y = np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+        X, y = pb.sample_replicates(d["n"], data_seed, replicates)
     else:
         X, y = pb.sample(d["n"], data_seed, 0)
     wref = reference_point(pb, p["reference"]["point"], X.shape[-1])

@@ -39,8 +39,7 @@ def _data(spec, d, pb, replicates):
     one."""
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     if d["per_replicate"]:
-        sets = [pb.sample(d["n"], data_seed, int(r)) for r in replicates]
-        return np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets]), data_seed
+        return (*pb.sample_replicates(d["n"], data_seed, replicates), data_seed)
     X, y = pb.sample(d["n"], data_seed, 0)
     return X, y, data_seed
 

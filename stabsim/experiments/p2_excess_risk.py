@@ -111,9 +111,7 @@ def p2_gd_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Datase
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     reps = np.asarray(replicates, dtype=np.int64)
     R = reps.size
-    sets = [pb.sample(n, data_seed, int(r)) for r in reps]
-    X = np.ascontiguousarray(np.stack([a for a, _ in sets]), dtype=np.float64)
-    Y = np.ascontiguousarray(np.stack([b for _, b in sets]), dtype=np.float64)
+    X, Y = (np.ascontiguousarray(a, dtype=np.float64) for a in pb.sample_replicates(n, data_seed, reps))
     K = int(s["removals"])
     removes = np.tile(np.arange(K, dtype=np.int64), (R, 1)).reshape(R, K)
     W, WR, FS, GN = p2_removal_kernel(X, Y, lf.form, lf.phi, float(lf.q), float(eta), float(sigma), int(T),

@@ -114,8 +114,7 @@ def p4_gen_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Datas
     lossf = _loss(a)
     T, eta, sigma, note, (wref, Fref, how, exact), part = _gen_effective(p)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
-    sets = [pb.sample(d["n"], data_seed, int(r)) for r in replicates]
-    X, y = np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+    X, y = pb.sample_replicates(d["n"], data_seed, replicates)
     reps = np.asarray(replicates, dtype=np.int64)
     ds = run_twin(X, y, algorithm=a["name"], loss=a["loss"], q=a["q"], constraint=a["constraint"], eta=eta, T=T,
                   replicates=reps, seed=spec.seed, neighbour="fresh", problem=pb, sigma=sigma,

@@ -83,8 +83,7 @@ def p4_figure_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
     seed = spec.seed if d["seed"] is None else d["seed"]
     reps = np.asarray(replicates, dtype=np.int64)
     if d["per_replicate"]:
-        sets = [pb.sample(d["n"], seed, int(r)) for r in reps]
-        X, y = np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+        X, y = pb.sample_replicates(d["n"], seed, reps)
     else:
         X, y = pb.sample(d["n"], seed, 0)
     ds = run_twin(X, y, algorithm="p4_alg1", loss=a["loss"], constraint=a["constraint"], eta=float(a["eta"]),

@@ -86,8 +86,7 @@ def p4_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Data
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     T, sigma, note, eta = _effective(p)
     if d["per_replicate"]:
-        sets = [pb.sample(d["n"], data_seed, int(r)) for r in replicates]
-        X, y = np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+        X, y = pb.sample_replicates(d["n"], data_seed, replicates)
     else:
         X, y = pb.sample(d["n"], data_seed, 0)
     kw = _twin_kwargs(spec, p)

@@ -132,7 +132,8 @@ def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radiu
     """Run R coupled replicates of P3's (private) pairwise GIGA; see the module docstring.
 
     X (1, n + m, d), Y (1, n + m): the n rows of S then m replacement rows; S' replaces data
-    index kidx[r] by row krows[r] (kidx[r] = -1: S' = S).  perms (R, n): stream order.
+    index kidx[r] by row krows[r] (kidx[r] = -1: S' = S, whose gradients are computed once
+    with shared noise).  perms (R, n): stream order.
     centers (R, p): regulariser centres.  ckpts (C,): increasing steps in 1..n.
     rec (R, C, N_REC_GIGA); outs (R, C, 2, p) when rec_out; final (R, 2, 2, p).
     """
@@ -151,6 +152,9 @@ def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radiu
         key_b = stream_key(seed, reps[r], STREAM_BURNIN)
         key_n = stream_key(seed, reps[r], STREAM_NOISE)
         key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME) if indep_noise else key_n
+        # S' = S (k = -1) with shared noise: w' = w at every step, so the gradient on S' is the
+        # one on S, copied instead of summed again (the same numbers: tests/test_mirror.py)
+        mirror = k < 0 and not indep_noise
         w = np.zeros(p)        # w_{t-1}, then w_t (noise-free state) on S
         wp = np.zeros(p)       # same on S'
         v = np.zeros(p)        # point played at t-1 (released online / internal offline) on S
@@ -190,7 +194,11 @@ def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radiu
                     g[c] = alpha * (w[c] - cen[c])
                     gp[c] = alpha * (wp[c] - cen[c])
                 _lhat(form, phi, q, w, Xs, Ys, order, t, False, k, krow, 1.0, g, dx)
-                _lhat(form, phi, q, wp, Xs, Ys, order, t, True, k, krow, 1.0, gp, dx)
+                if mirror:
+                    for c in range(p):
+                        gp[c] = g[c]
+                else:
+                    _lhat(form, phi, q, wp, Xs, Ys, order, t, True, k, krow, 1.0, gp, dx)
                 for c in range(p):
                     w[c] -= eta * g[c]
                     wp[c] -= eta * gp[c]

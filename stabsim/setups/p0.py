@@ -49,5 +49,4 @@ def per_replicate_data(spec, d, pb, replicates):
     """(X, y) stacked over replicates: replicate r's own data set of size ``[data] n``, drawn from
     the data seed (``[data] seed``, else the study seed) and r."""
     seed = spec.seed if d["seed"] is None else d["seed"]
-    sets = [pb.sample(d["n"], seed, int(r)) for r in replicates]
-    return np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+    return pb.sample_replicates(d["n"], seed, replicates)

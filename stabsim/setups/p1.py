@@ -43,8 +43,7 @@ ON_AVERAGE = ("fresh",)
 
 def replicate_data_sets(pb, n, data_seed, reps):
     """One data set S per replicate: (X, y) stacked over the replicate ids (data stream of replicate r)."""
-    sets = [pb.sample(n, data_seed, int(r)) for r in reps]
-    return np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+    return pb.sample_replicates(n, data_seed, reps)
 
 
 def population_minimiser(pb, loss: str, radius: float):

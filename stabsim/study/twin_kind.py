@@ -104,8 +104,7 @@ def twin_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset
         return ds
     pb = _problem(d)
     if d["per_replicate"]:
-        sets = [pb.sample(d["n"], data_seed, int(r)) for r in replicates]
-        X, y = np.stack([s[0] for s in sets]), np.stack([s[1] for s in sets])
+        X, y = pb.sample_replicates(d["n"], data_seed, replicates)
     else:
         X, y = pb.sample(d["n"], data_seed, 0)
     from ..twin import run_twin

@@ -22,7 +22,7 @@ from ...constraints import FROBENIUS, L2, Constraint, get_constraint
 from ...kernels.giga import N_REC_GIGA, STREAM_BURNIN, ball_point, giga_kernel
 from ...losses import Loss, get_loss
 from ...provenance import provenance
-from ...twin import extend_with_replacements, log_checkpoints
+from ...twin import extend_with_replacements, log_checkpoints, mirrored_kidx
 from ...validation import positive, positive_int
 from .. import calibration as cal
 from ..errors import InfeasiblePrivacyParameters
@@ -278,10 +278,11 @@ class _Twin(NamedTuple):
     p: int
 
 
-def _run_kernel(config, tw, alpha, T1v, noise, centers, perms, ck, independent_noise, record_outputs):
+def _run_kernel(config, tw, alpha, T1v, noise, centers, perms, ck, independent_noise, record_outputs, mirror):
     """The Pairwise GIGA kernel on S and S' (``kernels.giga``): (rec, outs, final).
 
-    ``noise`` = (sigma_coef, sigma_off) (see :func:`_noise`).
+    ``noise`` = (sigma_coef, sigma_off) (see :func:`_noise`); ``mirror``: the kernel computes
+    the replicates whose S' is S once (``twin.mirrored_kidx``).
     """
     lossf, cons = config.lossf, config.cons
     R, p = len(tw.reps), tw.p
@@ -289,7 +290,8 @@ def _run_kernel(config, tw, alpha, T1v, noise, centers, perms, ck, independent_n
     rec = np.full((R, ck.size, N_REC_GIGA), np.nan)
     outs = np.zeros((R, ck.size, 2, p) if record_outputs else (1, 1, 2, 1))
     final = np.zeros((R, 2, 2, p))
-    giga_kernel(Xext, Yext, tw.kidx, krows, tw.reps, np.int64(tw.seed), perms, lossf.form, lossf.phi,
+    kidx = mirrored_kidx(tw.X3, tw.y3, tw.kidx, tw.xrep, tw.yrep) if mirror else tw.kidx
+    giga_kernel(Xext, Yext, kidx, krows, tw.reps, np.int64(tw.seed), perms, lossf.form, lossf.phi,
                 float(lossf.q), cons.kind, float(cons.radius), tw.md, float(alpha), np.int64(T1v),
                 bool(config.online), float(noise[0]), float(noise[1]), bool(independent_noise),
                 np.ascontiguousarray(centers), ck, rec, bool(record_outputs), outs, final)
@@ -380,13 +382,15 @@ def _twin(config, X, y, replicates, seed, neighbour, problem):
 
 def p3_giga(X, y, config: P3GigaConfig, *, replicates=100, seed=0, neighbour="farthest",
             independent_noise=False, checkpoints=None, record_outputs=False,
-            problem=None) -> xr.Dataset:
+            problem=None, mirror_identical=True) -> xr.Dataset:
     """P3 Algs 1-4 (pairwise private GIGA) with ``config`` (:class:`P3GigaConfig`) on S = (X, y)
     and S'; kernel :mod:`stabsim.kernels.giga`.
 
     ``replicates`` (a count or replicate ids), ``seed``, ``neighbour`` (replace-one relation),
     ``independent_noise`` (S' draws its noise from STREAM_NOISE_PRIME), ``checkpoints`` (steps
     in [1, n] recorded), ``record_outputs`` (keep ``released``) and ``problem`` describe the run.
+    ``mirror_identical``: as in ``run_twin`` (a replicate whose S' is S bit for bit, with shared
+    noise, sums each gradient once for both runs; False sums it on S' too).
 
     One pass over z_1..z_n in the data order (``permute=True``: a random order per replicate,
     argsort of ``n`` uniforms of STREAM_INDEX, shared by S and S', as in the experiments'
@@ -434,7 +438,7 @@ def p3_giga(X, y, config: P3GigaConfig, *, replicates=100, seed=0, neighbour="fa
     perms = _orders(config.permute, reps, seed, n)
     ck = _checkpoints(checkpoints, n, T1v)
     kernel_out = _run_kernel(config, tw, alpha, T1v, noise[1:3], centers, perms, ck,
-                             independent_noise, record_outputs)
+                             independent_noise, record_outputs, mirror_identical)
     kidx = tw.kidx
     pos = np.array([int(np.flatnonzero(perms[i] == kidx[i])[0]) + 1 if kidx[i] >= 0 else 0
                     for i in range(R)], dtype=np.int64)
