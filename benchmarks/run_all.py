@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -725,7 +726,16 @@ def write_md(res, path):
         for k, v in res["targets_report"].items():
             L.append(f"- {k}: {v}")
         L.append("")
-    Path(path).write_text("\n".join(L) + "\n")
+    Path(path).write_text("\n".join(L + kept_sections(path)) + "\n")
+
+
+def kept_sections(path) -> list:
+    """The sections of the existing file that other scripts or notes maintain, between markers
+    ``<!-- NAME -->`` and ``<!-- /NAME -->`` (the GPU benchmark's, issue #17's side-by-side
+    table): kept, in their order, at the end of the regenerated file."""
+    p = Path(path)
+    text = p.read_text() if p.exists() else ""
+    return [m.group(0) + "\n" for m in re.finditer(r"<!-- ([\w-]+) -->.*?<!-- /\1 -->", text, flags=re.S)]
 
 
 def targets_report(res):

@@ -140,10 +140,8 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         (``stabsim.backend.use_backend``; ``"cpu"``).  Both draw the same indices and noise;
         the numbers agree to rounding (docs/gpu.md).  Recorded in the attributes ``backend``
         and ``device``.
-    mirror_identical : when a replicate's S' is S exactly (neighbour ``"same"``, or a replacement
-        equal to z_k) and the noise is shared, the run on S' is the run on S: computed once and
-        reported for both (half the work).  The numbers are the same bit for bit as computing it,
-        which ``False`` does (the coupling control of tests/test_mirror.py).
+    mirror_identical : a replicate whose S' is S bit for bit, with shared noise, runs S once and
+        reports it for both (same numbers as ``False``, which runs both: tests/test_mirror.py).
 
     Returns
     -------
@@ -158,8 +156,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         raise ValueError(f"algorithm {alg.name!r} is {kind} but loss {loss!r} is not; "
                          f"use a {'pairwise' if alg.pairwise else 'pointwise (point_*)'} loss")
     cons = get_constraint(constraint)
-    # read only: the kernel gets the new arrays of ``extend_with_replacements``
-    X, y = check_Xy(X, y, pairwise_auc=lossf.form in (0, 1), copy=False)
+    X, y = check_Xy(X, y, pairwise_auc=lossf.form in (0, 1), copy=False)  # read only (see extend_with_...)
     if X.ndim == 2:
         X, y = X[None], y[None]
     nS, n, d = X.shape

@@ -35,3 +35,16 @@ def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
     assert text.startswith("# Benchmark results\n\nkept text\n")
     assert text.count(bench_gpu.MARK_BEGIN) == 1 and text.count(bench_gpu.MARK_END) == 1
     assert "| p1_alg1 | cuda | 8 |" in text
+
+
+def test_run_all_keeps_the_marked_sections_when_it_rewrites_results(tmp_path):
+    """``run_all.write_md`` regenerates RESULTS.md but keeps the sections other scripts maintain
+    (the GPU section written by bench_gpu, the issue-#17 table), in their order."""
+    import run_all  # noqa: E402
+
+    path = tmp_path / "RESULTS.md"
+    bench_gpu.write_section(path, "<!-- gpu -->\nGPU numbers\n<!-- /gpu -->\n")
+    path.write_text("old body\n" + path.read_text() + "<!-- issue17 -->\nside by side\n<!-- /issue17 -->\n")
+    kept = run_all.kept_sections(path)
+    assert [k.splitlines()[1] for k in kept] == ["GPU numbers", "side by side"]
+    assert run_all.kept_sections(tmp_path / "absent.md") == []
