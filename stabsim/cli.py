@@ -183,6 +183,12 @@ def cmd_run(args) -> int:
         from .warmup import warm
 
         warm(log=lambda m: print(m, file=sys.stderr))
+    reporting = (args.report is not None or "suite" in args.study) and analyse is not None
+    ledger = None
+    if reporting:   # the report's privacy ledger, accounted while the studies run
+        from .privacy import prefetch
+
+        ledger = prefetch.start(ids, log=lambda m: print(m, file=sys.stderr))
     with Executor(args.scheduler) as ex:
         for spec in specs:  # each study is analysed as soon as it finishes
             try:
@@ -203,9 +209,11 @@ def cmd_run(args) -> int:
                 print(f"  -> {Path(r.out_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
     # default for 'run suite': reports/ beside the output folder (./reports for the default --out out),
     # or --out/reports for a quick run; never over a report of another profile unless --overwrite-report
-    if (args.report is not None or "suite" in args.study) and analyse is not None:
+    if reporting:
         from .report import report as write_report
 
+        if ledger is not None:
+            ledger.wait()
         print(write_report(args.out, args.report, command=shlex.join(["stabsim", *sys.argv[1:]])
                            if sys.argv[1:2] == ["run"] else None, wall_seconds=time.perf_counter() - t0,
                            overwrite=args.overwrite_report, failures=failures))

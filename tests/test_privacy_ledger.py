@@ -279,3 +279,26 @@ def test_accounting_memo_on_disk_is_exact_and_keyed_by_source(tmp_path, monkeypa
         L._accounted(mech)  # other source: nothing remembered
     monkeypatch.setenv(L.NO_MEMO_ENV, "1")
     assert L.memo_path() is None
+
+
+def test_background_prefetch_fills_the_memo_the_report_reads(tmp_path, monkeypatch):
+    """``stabsim run suite`` accounts the report's ledger rows in a spawned process while the studies
+    run: afterwards every row of those studies is in the memo, and the rows read from it equal the
+    rows computed with the memo off (same functions, same inputs)."""
+    from stabsim.privacy import prefetch
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(L.NO_MEMO_ENV, raising=False)
+    ids = ["p0_thm4_sigma"]   # Gaussian compositions: quick to account
+    todo = prefetch.missing_mechanisms(ids)
+    assert todo and len({repr(m) for m in todo}) == len(todo)
+    job = prefetch.start(ids)
+    job.wait()
+    assert job.process.exitcode == 0 and job.count == len(todo)
+    assert prefetch.missing_mechanisms(ids) == [] and prefetch.start(ids) is None
+    memo = L.read_memo(L.memo_path())
+    monkeypatch.setenv(L.NO_MEMO_ENV, "1")
+    for mech in todo:
+        acc, need = memo[repr(mech)]
+        assert (L.Accounting(**acc), float(need)) == (L.account(mech), L.sigma_needed(mech))
+    assert prefetch.missing_mechanisms(ids) == [] and prefetch.start(ids) is None   # memo off: nothing to do

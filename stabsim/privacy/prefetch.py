@@ -1,0 +1,77 @@
+"""Account the privacy ledger in the background while a suite runs (issue #17).
+
+The report at the end of ``stabsim run suite`` has a privacy-ledger section: for every calibration
+the suite's privacy studies use, the exact eps it buys and the sigma it would need
+(:mod:`stabsim.privacy.ledger`).  Those are PLD computations of seconds each, about a minute in all,
+done once per source version and remembered on disk (:mod:`stabsim.privacy.memo`).  On a fresh
+install, or after any code change, the report used to do them at the very end, on one core.
+
+``start(study_ids)`` does them instead in a spawned process that starts with the run, so they
+overlap with the studies (most of a study's analysis is single-threaded Python, leaving a core
+free).  It writes the same memo the report reads; ``Prefetch.wait()`` before the report lets it
+finish, so nothing is computed twice.  The numbers are those the report would compute itself:
+the same functions, the same inputs, the memo's usual key.  Nothing starts when the memo is off
+(``STABSIM_NO_LEDGER_CACHE=1``), when every row is already remembered, or when no worker process
+can start (then the report computes the rows as before).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+
+
+def _account_all(mechanisms) -> None:
+    from . import ledger
+
+    for mech in mechanisms:
+        ledger._accounted(mech)   # computes and writes the memo row (skips a row already there)
+
+
+def missing_mechanisms(study_ids, studies_dir=None) -> list:
+    """The distinct ledger mechanisms of these studies that the on-disk memo does not hold yet
+    (in the report's order); empty when the memo is switched off."""
+    from .ledger import suite_settings
+    from .memo import memo_path, read_memo
+
+    path = memo_path()
+    if path is None:
+        return []
+    memo = read_memo(path)
+    out, seen = [], set()
+    for _, mech in suite_settings(studies_dir, set(study_ids)):
+        key = repr(mech)
+        if key not in memo and key not in seen:
+            seen.add(key)
+            out.append(mech)
+    return out
+
+
+class Prefetch:
+    """A running background accounting (see the module docstring)."""
+
+    def __init__(self, process, count):
+        self.process, self.count = process, count
+
+    def wait(self) -> None:
+        """Let the accounting finish (the report then reads every row from the memo)."""
+        self.process.join()
+
+
+def start(study_ids, studies_dir=None, log=None) -> Prefetch | None:
+    """Start accounting the ledger rows of ``study_ids`` in a spawned process; None when there is
+    nothing to do or no process can start."""
+    todo = missing_mechanisms(study_ids, studies_dir)
+    if not todo:
+        return None
+    try:
+        # spawned, not forked: a fork of a process whose numba threads are running can hang
+        proc = multiprocessing.get_context("spawn").Process(target=_account_all, args=(todo,), daemon=True,
+                                                            name="stabsim-ledger")
+        proc.start()
+    except Exception as e:   # no worker processes here (a sandbox): the report computes the rows
+        if log:
+            log(f"privacy ledger accounted at the report instead: {type(e).__name__}: {e}")
+        return None
+    if log:
+        log(f"accounting {len(todo)} privacy-ledger rows in the background (for the report)")
+    return Prefetch(proc, len(todo))
