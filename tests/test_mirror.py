@@ -11,7 +11,9 @@ import stabsim
 from stabsim.twin import mirrored_kidx
 
 CASES = [("p1_alg1", {}), ("p1_alg1", {"output": "last"}), ("p1_buffer", {"buffer": 3}), ("sgd_pair", {}),
-         ("p0_alg1", {}), ("p4_alg2", {}), ("p2_alg1", {}), ("p4_alg1", {}), ("p1_alg1", {"loss": "auc_squared"})]
+         ("p0_alg1", {}), ("p4_alg2", {}), ("p2_alg1", {}), ("p4_alg1", {}), ("p1_alg1", {"loss": "auc_squared"}),
+         ("p0_alg1", {"loss": "auc_squared"}),   # all-previous pairs from running class statistics
+         ("sgd_pair", {"w_ref": np.array([0.2, -0.1])}), ("p1_buffer", {"buffer": 2, "w_ref": np.array([0.0, 0.3])})]
 
 
 def _run(X, y, alg, extra, mirror, **kw):
