@@ -213,7 +213,7 @@ def cmd_run(args) -> int:
         from .report import report as write_report
 
         if ledger is not None:
-            ledger.wait()
+            ledger.wait(log=lambda m: print(m, file=sys.stderr))
         print(write_report(args.out, args.report, command=shlex.join(["stabsim", *sys.argv[1:]])
                            if sys.argv[1:2] == ["run"] else None, wall_seconds=time.perf_counter() - t0,
                            overwrite=args.overwrite_report, failures=failures))

@@ -302,3 +302,20 @@ def test_background_prefetch_fills_the_memo_the_report_reads(tmp_path, monkeypat
         acc, need = memo[repr(mech)]
         assert (L.Accounting(**acc), float(need)) == (L.account(mech), L.sigma_needed(mech))
     assert prefetch.missing_mechanisms(ids) == [] and prefetch.start(ids) is None   # memo off: nothing to do
+
+
+def test_prefetch_never_stops_a_run(tmp_path, monkeypatch):
+    """A ledger that cannot be built up front (here: a study file it cannot read) is reported in one
+    line and left to the report, which handles its section as before; the run goes on."""
+    from stabsim.privacy import prefetch
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv(L.NO_MEMO_ENV, raising=False)
+
+    def broken(*a, **k):
+        raise KeyError("privacy")
+
+    monkeypatch.setattr(L, "suite_settings", broken)
+    said = []
+    assert prefetch.start(["p0_thm4_sigma"], log=said.append) is None
+    assert len(said) == 1 and "KeyError" in said[0] and "at the report" in said[0]

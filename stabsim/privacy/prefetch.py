@@ -21,8 +21,11 @@ import multiprocessing
 
 
 def _account_all(mechanisms) -> None:
+    import signal
+
     from . import ledger
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle (this is a daemon)
     for mech in mechanisms:
         ledger._accounted(mech)   # computes and writes the memo row (skips a row already there)
 
@@ -52,24 +55,30 @@ class Prefetch:
     def __init__(self, process, count):
         self.process, self.count = process, count
 
-    def wait(self) -> None:
-        """Let the accounting finish (the report then reads every row from the memo)."""
+    def wait(self, log=None) -> None:
+        """Let the accounting finish (the report then reads every row from the memo).  A process
+        that failed is reported through ``log``; the report then computes the missing rows."""
         self.process.join()
+        if self.process.exitcode != 0 and log:
+            log(f"background privacy-ledger accounting failed (exit code {self.process.exitcode}); "
+                "the report accounts the missing rows itself")
 
 
 def start(study_ids, studies_dir=None, log=None) -> Prefetch | None:
     """Start accounting the ledger rows of ``study_ids`` in a spawned process; None when there is
     nothing to do or no process can start."""
-    todo = missing_mechanisms(study_ids, studies_dir)
-    if not todo:
-        return None
     try:
+        todo = missing_mechanisms(study_ids, studies_dir)
+        if not todo:
+            return None
         # spawned, not forked: a fork of a process whose numba threads are running can hang
         proc = multiprocessing.get_context("spawn").Process(target=_account_all, args=(todo,), daemon=True,
                                                             name="stabsim-ledger")
         proc.start()
-    except Exception as e:   # no worker processes here (a sandbox): the report computes the rows
-        if log:
+    except Exception as e:   # no worker processes (a sandbox), a study file the ledger cannot read:
+        if multiprocessing.parent_process() is not None:   # a spawned child re-running an unguarded script
+            raise
+        if log:   # the report handles its ledger section as before (computed there, or "not available")
             log(f"privacy ledger accounted at the report instead: {type(e).__name__}: {e}")
         return None
     if log:
