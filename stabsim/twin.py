@@ -156,7 +156,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         raise ValueError(f"algorithm {alg.name!r} is {kind} but loss {loss!r} is not; "
                          f"use a {'pairwise' if alg.pairwise else 'pointwise (point_*)'} loss")
     cons = get_constraint(constraint)
-    X, y = check_Xy(X, y, pairwise_auc=lossf.form in (0, 1), copy=False)  # read only (see extend_with_...)
+    X, y = check_Xy(X, y, pairwise_auc=lossf.form in (0, 1), copy=False)  # only read: the kernel gets new arrays
     if X.ndim == 2:
         X, y = X[None], y[None]
     nS, n, d = X.shape
