@@ -177,6 +177,12 @@ def markdown(res: dict) -> str:
         a = r["agreement"]
         L.append(f"- {name}: indices identical {a['indices_identical']}; dist_iterate {a['dist_iterate']:.1e}, "
                  f"dist_output {a['dist_output']:.1e}, loss_path {a['loss_path']:.1e}")
+    if res.get("tune"):
+        L += ["", "Knobs of the CUDA kernel, P1 Alg. 1 (`--tune`; kernel ns per replicate-step):", "",
+              "| max registers | threads per block | R | kernel ns | registers used |", "|---|---|---|---|---|"]
+        for row in res["tune"]:
+            L.append(f"| {row['max_registers'] or 'ptxas'} | {row['threads_per_block']} | {row['R']:,} | "
+                     f"{row['kernel_ns']:.4f} | {row['registers']} |")
     L += ["", "Targets (P1 Alg. 1, d = 10, R >= 65,536):", ""]
     for t in res["targets"]:
         L.append(f"- {t}")
@@ -214,6 +220,9 @@ def main(argv=None) -> dict:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=str(HERE / "results_gpu.json"))
     ap.add_argument("--results", default=str(HERE / "RESULTS.md"), help="markdown file whose GPU section is replaced")
+    ap.add_argument("--tune", type=int, default=0, metavar="R",
+                    help="also time P1 Alg. 1 at R replicates for register caps (none, 128, 96, 64) x threads per "
+                         "block (64, 128, 256)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (numba's CUDA simulator); writes nothing "
                     "unless --out / --results are given explicitly")
     args = ap.parse_args(argv)
@@ -221,25 +230,58 @@ def main(argv=None) -> dict:
     if args.smoke:
         args.replicates, args.cpu_replicates, args.jax_replicates, args.check_replicates = [8], 4, [8], 8
         args.repeat, T = 1, 20
+        args.tune = 8 if args.tune else 0
     res = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "device": device_description(),
            "cpu": os.uname().machine, "cores": os.cpu_count(), "numba": numba.__version__, "workloads": {}}
+    given = argv or sys.argv
+
+    def save():   # after every workload: a run stopped by a time limit keeps what it measured
+        res["targets"] = targets(res)
+        if not args.smoke or "--out" in given:
+            Path(args.out).write_text(json.dumps(res, indent=2, default=float) + "\n")
+        if not args.smoke or "--results" in given:
+            write_section(Path(args.results), markdown(res))
+
     for name in args.workloads:
-        Tn = T if T is not None else None
         big = [R for R in args.replicates if name != "p2_alg1" or R <= 65536]
-        r = {"gpu": [best(name, R, "cuda", args.repeat, T=Tn) for R in big],
-             "cpu": cpu_rows(name, args.cpu_replicates, args.repeat, T=Tn),
-             "agreement": agreement(name, args.check_replicates, T=Tn)}
+        r = {"gpu": [best(name, R, "cuda", args.repeat, T=T) for R in big],
+             "cpu": cpu_rows(name, args.cpu_replicates, args.repeat, T=T),
+             "agreement": agreement(name, args.check_replicates, T=T)}
         if args.jax_python and name in JAX_ALGS:
-            r["jax"] = [jax_run(name, R, args.jax_python, args.repeat, T=Tn) for R in args.jax_replicates]
+            r["jax"] = [jax_run(name, R, args.jax_python, args.repeat, T=T) for R in args.jax_replicates]
         res["workloads"][name] = r
         print(name, json.dumps(r, default=float), flush=True)
-    res["targets"] = targets(res)
+        save()
+    if args.tune:
+        res["tune"] = []
+        for maxreg in (None, 128, 96, 64):
+            for tpb in (64, 128, 256):
+                row = tune(args.tune, maxreg, tpb, args.repeat, T=T)
+                res["tune"].append(row)
+                print("tune", json.dumps(row, default=float), flush=True)
+                save()
+    save()
     print("\n".join(res["targets"]))
-    if not args.smoke or "--out" in (argv or sys.argv):
-        Path(args.out).write_text(json.dumps(res, indent=2, default=float) + "\n")
-    if not args.smoke or "--results" in (argv or sys.argv):
-        write_section(Path(args.results), markdown(res))
     return res
+
+
+def tune(R: int, maxreg, tpb: int, repeat: int, T=None) -> dict:
+    """P1 Alg. 1 on the GPU at R replicates with a register cap and a block size (the knobs of
+    ``stabsim.kernels.twin_cuda``); restores the defaults afterwards."""
+    saved = twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK
+    twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK = maxreg, tpb
+    twin_cuda.cuda_kernel.cache_clear()
+    try:
+        row = best("p1_alg1", R, "cuda", repeat, T=T)
+        try:
+            regs = twin_cuda.cuda_kernel(0).get_regs_per_thread()
+        except Exception as exc:   # the simulator has no registers
+            regs = repr(exc)[:80]
+    finally:
+        twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK = saved
+        twin_cuda.cuda_kernel.cache_clear()
+    row.update(max_registers=maxreg, threads_per_block=tpb, registers=str(regs))
+    return row
 
 
 def write_section(path: Path, section: str) -> None:

@@ -19,7 +19,7 @@ def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
     md = tmp_path / "RESULTS.md"
     md.write_text("# Benchmark results\n\nkept text\n")
     out = tmp_path / "gpu.json"
-    argv = ["--smoke", "--workloads", "p1_alg1", "--out", str(out), "--results", str(md)]
+    argv = ["--smoke", "--workloads", "p1_alg1", "--out", str(out), "--results", str(md), "--tune", "8"]
     res = bench_gpu.main(argv)
     agree = res["workloads"]["p1_alg1"]["agreement"]
     assert agree["indices_identical"]
@@ -35,6 +35,12 @@ def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
     assert text.startswith("# Benchmark results\n\nkept text\n")
     assert text.count(bench_gpu.MARK_BEGIN) == 1 and text.count(bench_gpu.MARK_END) == 1
     assert "| p1_alg1 | cuda | 8 |" in text
+    # --tune: every register cap x block size, and the kernel's knobs back at their defaults
+    import stabsim.kernels.twin_cuda as tc
+    assert [(r["max_registers"], r["threads_per_block"]) for r in res["tune"]] == [
+        (m, t) for m in (None, 128, 96, 64) for t in (64, 128, 256)]
+    assert tc.MAX_REGISTERS is None and tc.THREADS_PER_BLOCK == 128
+    assert "| ptxas | 128 | 8 |" in text
 
 
 def test_run_all_keeps_the_marked_sections_when_it_rewrites_results(tmp_path):

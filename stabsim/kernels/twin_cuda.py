@@ -40,6 +40,11 @@ cuda = cuda_module()
 
 #: threads per block (a multiple of the warp size, 32)
 THREADS_PER_BLOCK = 128
+#: registers per thread the compiler may use; None leaves it to ptxas, which gives the fast kinds
+#: about 180-220 at sm_90 (two blocks of 128 threads per multiprocessor).  A lower cap raises the
+#: occupancy and spills to local memory; ``benchmarks/bench_gpu.py --tune`` measures the trade.
+#: Read when a kind's kernel is built (``cuda_kernel.cache_clear()`` after changing it).
+MAX_REGISTERS = None
 #: replicates per launch in numba's CUDA simulator (it runs each simulated thread as a Python thread)
 SIMULATOR_CHUNK = 64
 
@@ -51,7 +56,10 @@ def cuda_kernel(kind: int):
     if simulator_enabled():
         replicate = _on_simulated_arrays(replicate)
 
-    @cuda.jit
+    # numba's simulator has no registers (and its jit takes no such option)
+    options = {} if MAX_REGISTERS is None or simulator_enabled() else {"max_registers": int(MAX_REGISTERS)}
+
+    @cuda.jit(**options)
     def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                stop, n, use_stats, Wb, gb, accb, nzb, dxb, histb, Ab, Vb, lamb, tmpb, workb, statsb, nrm2b):
