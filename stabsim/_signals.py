@@ -8,6 +8,12 @@ finished and say how to resume.
   ``KeyboardInterrupt``, so every ``except KeyboardInterrupt`` path (the study runner's
   "interrupted ... to resume, ..." message) treats both alike; ``stabsim`` then exits with
   128 + 15 = 143 (130 for SIGINT).
+* A signal is remembered, not only raised: Python drops an exception raised inside a
+  finalizer (``__del__``, ``weakref.finalize``; it prints "Exception ignored in ...") and goes
+  on.  numba-cuda frees device memory in finalizers, and on a GPU a SIGTERM landed there and
+  the run went on for minutes.  ``raise_if_interrupted()`` raises the remembered signal again;
+  the study runner calls it after every chunk, the CLI between studies, and
+  ``call_interruptible`` while it waits for a kernel.
 * ``call_interruptible(fn, *args, stop=flag)``: a compiled kernel holds the main thread
   until it returns, and Python runs signal handlers only between bytecodes, so a kernel
   call of hours could not be interrupted.  Called from the main thread, the kernel runs in a
@@ -44,21 +50,46 @@ def exit_status(exc: BaseException) -> int:
     return 128 + (exc.signum if isinstance(exc, Terminated) else int(signal.SIGINT))
 
 
-def _raise_terminated(signum, frame):
-    raise Terminated(signum)
+#: signals received inside ``sigterm_as_interrupt`` (the raise of one can be lost: module docstring)
+_received: list[int] = []
+
+
+def _interrupt(signum: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt() if signum == signal.SIGINT else Terminated(signum)
+
+
+def _on_signal(signum, frame):
+    _received.append(int(signum))
+    raise _interrupt(signum)
+
+
+def raise_if_interrupted() -> None:
+    """Raise the interrupt of a signal received in ``sigterm_as_interrupt`` whose exception was
+    lost (raised inside a finalizer); nothing when no signal came."""
+    if _received:
+        raise _interrupt(_received[-1])
 
 
 @contextlib.contextmanager
 def sigterm_as_interrupt():
-    """Within the block, SIGTERM raises ``Terminated`` (only in the main thread; elsewhere a no-op)."""
+    """Within the block, SIGTERM raises ``Terminated`` and Ctrl-C ``KeyboardInterrupt`` (as
+    Python's own handler does), and both are remembered for ``raise_if_interrupted`` (only in
+    the main thread; elsewhere a no-op).  A SIGINT handler other than Python's is left alone."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGTERM, _raise_terminated)
+    _received.clear()
+    old_term = signal.signal(signal.SIGTERM, _on_signal)
+    own_int = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    if own_int:
+        signal.signal(signal.SIGINT, _on_signal)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGTERM, old_term)
+        if own_int:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        _received.clear()
 
 
 def new_stop_flag() -> np.ndarray:
@@ -87,6 +118,7 @@ def call_interruptible(fn, *args, stop: np.ndarray):
     try:
         while th.is_alive():
             th.join(0.25)
+            raise_if_interrupted()
     except BaseException:
         stop[0] = 1
         th.join(STOP_GRACE_S)

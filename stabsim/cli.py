@@ -51,7 +51,7 @@ import time
 import tomllib
 from pathlib import Path
 
-from ._signals import exit_status, sigterm_as_interrupt
+from ._signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
 from .backend import BACKENDS
 from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
                     study_index, _hint)
@@ -191,6 +191,7 @@ def cmd_run(args) -> int:
         ledger = prefetch.start(ids, log=lambda m: print(m, file=sys.stderr))
     with Executor(args.scheduler) as ex:
         for spec in specs:  # each study is analysed as soon as it finishes
+            raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim._signals)
             try:
                 r = run_study(spec, args.out, executor=ex, force=args.force, progress=not args.no_progress,
                               keep_chunks=args.keep_chunks, resume_hint=hint,
@@ -209,6 +210,7 @@ def cmd_run(args) -> int:
                 print(f"  -> {Path(r.out_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
     # default for 'run suite': reports/ beside the output folder (./reports for the default --out out),
     # or --out/reports for a quick run; never over a report of another profile unless --overwrite-report
+    raise_if_interrupted()
     if reporting:
         from .report import report as write_report
 

@@ -389,3 +389,57 @@ def test_a_quick_report_does_not_overwrite_a_full_profile_report(tmp_path, capsy
     capsys.readouterr()
     assert main(["report", str(out), "--reports", str(committed), "--overwrite-report"]) == 0
     assert "- profile: quick" in (committed / "index.md").read_text()
+
+
+class _SignalInFinalizer:
+    """Sends this process SIGTERM from its finalizer and keeps running Python code there, so the
+    handler's ``Terminated`` is raised inside the finalizer, where Python prints it as "Exception
+    ignored" and drops it.  On a GPU numba-cuda frees device memory in finalizers: a batch
+    scheduler's SIGTERM landed there and the run went on for minutes (stabsim._signals)."""
+
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100_000):   # the handler runs at a bytecode boundary in here
+            pass
+
+
+def test_a_signal_whose_raise_a_finalizer_swallowed_is_raised_again(monkeypatch):
+    from stabsim._signals import raise_if_interrupted
+
+    dropped = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: dropped.append(u.exc_type))
+    went_on = False
+    with pytest.raises(Terminated):
+        with sigterm_as_interrupt():
+            obj = _SignalInFinalizer()
+            del obj
+            went_on = True   # the signal's exception was lost ...
+            raise_if_interrupted()   # ... and is raised again here
+    assert went_on and dropped == [Terminated]
+    raise_if_interrupted()   # outside the block nothing is remembered
+
+
+def test_a_swallowed_sigterm_stops_the_study_after_the_chunk_it_was_saving(tmp_path, monkeypatch, capsys):
+    """End to end in-process: the signal arrives inside a finalizer while the first of two chunks
+    is written; the run stops after that chunk with 143 and says how to resume, instead of
+    computing the second."""
+    from stabsim.store import StudyDir
+
+    study = tmp_path / "sig.toml"
+    study.write_text(LONG_STUDY.replace("T = 200000000", "T = 200"))
+    real = StudyDir.write_chunk
+
+    def write_then_signal(self, *a, **k):
+        real(self, *a, **k)
+        obj = _SignalInFinalizer()
+        del obj
+
+    monkeypatch.setattr(StudyDir, "write_chunk", write_then_signal)
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: None)
+    out = tmp_path / "out"
+    rc = main(["run", str(study), "--out", str(out), "--no-progress", "--no-analyse"])
+    err = capsys.readouterr().err
+    assert rc == 143, err
+    assert "terminated (signal 15): 1 of 2 chunks" in err and "to resume" in err
+    assert len(_chunks(out)) == 1
+    assert signal.getsignal(signal.SIGTERM) is not None   # the CLI put the old handler back

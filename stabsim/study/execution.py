@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import xarray as xr
 
+from .._signals import raise_if_interrupted
 from ..store import StoreError
 from .params import StudyError, get_kind
 
@@ -240,6 +241,7 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
                 sd.write_chunk(ds, path, expected[path.name])
                 result.computed += 1
                 bar.update(1)
+                raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim._signals)
         except KeyboardInterrupt:
             if own:
                 ex.close(interrupted=True)
