@@ -273,10 +273,11 @@ def tune(R: int, maxreg, tpb: int, repeat: int, T=None) -> dict:
     twin_cuda.cuda_kernel.cache_clear()
     try:
         row = best("p1_alg1", R, "cuda", repeat, T=T)
-        try:
+        try:   # one compiled signature here; numba-cuda answers {signature: registers}
             regs = twin_cuda.cuda_kernel(0).get_regs_per_thread()
-        except Exception as exc:   # the simulator has no registers
-            regs = repr(exc)[:80]
+            regs = max(regs.values()) if isinstance(regs, dict) else regs
+        except Exception:   # the simulator has no registers
+            regs = "-"
     finally:
         twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK = saved
         twin_cuda.cuda_kernel.cache_clear()
