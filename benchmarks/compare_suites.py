@@ -37,7 +37,8 @@ def verdicts(study: Path) -> list[tuple[str, str]]:
 
 def max_rel_diff(a: Path, b: Path) -> tuple[float, list[str]]:
     """Largest relative difference over the floating-point variables of two data.nc files
-    (NaN where both are NaN counts as equal), and the variables that differ in kind."""
+    (NaN in both, or the same infinity, counts as equal), and the variables that differ in kind
+    (shape, integers or strings, a NaN or an infinity in one run only)."""
     worst, bad = 0.0, []
     with xr.open_dataset(a) as da, xr.open_dataset(b) as db:
         for name in da.data_vars:
@@ -50,13 +51,12 @@ def max_rel_diff(a: Path, b: Path) -> tuple[float, list[str]]:
             if x.shape != y.shape:
                 bad.append(f"{name} (shape {x.shape} vs {y.shape})")
             elif x.dtype.kind == "f":
-                both_nan = np.isnan(x) & np.isnan(y)
-                diff = np.where(both_nan, 0.0, np.abs(x - y))
-                scale = np.maximum(np.abs(x), np.finfo(float).tiny)
-                if np.any(np.isnan(diff)):
-                    bad.append(f"{name} (NaN in one run only)")
-                elif diff.size:
-                    worst = max(worst, float(np.max(diff / scale)))
+                same = (x == y) | (np.isnan(x) & np.isnan(y))   # equal infinities too
+                if np.any(np.isnan(x[~same]) | np.isnan(y[~same]) | np.isinf(x[~same]) | np.isinf(y[~same])):
+                    bad.append(f"{name} (NaN or infinity in one run only)")
+                elif np.any(~same):
+                    rel = np.abs(x[~same] - y[~same]) / np.maximum(np.abs(x[~same]), np.finfo(float).tiny)
+                    worst = max(worst, float(rel.max()))
             elif not np.array_equal(x, y):
                 bad.append(name)
     return worst, bad

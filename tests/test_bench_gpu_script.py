@@ -54,3 +54,37 @@ def test_run_all_keeps_the_marked_sections_when_it_rewrites_results(tmp_path):
     kept = run_all.kept_sections(path)
     assert [k.splitlines()[1] for k in kept] == ["GPU numbers", "side by side"]
     assert run_all.kept_sections(tmp_path / "absent.md") == []
+
+
+def test_compare_suites_reports_verdicts_and_relative_differences(tmp_path):
+    """benchmarks/compare_suites.py: equal verdicts and a last-digit difference pass; a changed
+    verdict fails; the measured CPU seconds of P1 Table 1 are not compared."""
+    import numpy as np
+    import xarray as xr
+
+    import compare_suites
+
+    def study(root, name, values, verdict, cpu=0.0):
+        d = root / name
+        d.mkdir(parents=True)
+        xr.Dataset({"x": ("i", np.asarray(values, float)), "k": ("i", np.arange(3)),
+                    "cpu": ("i", np.full(3, cpu))}).to_netcdf(d / "data.nc", engine="h5netcdf")
+        (d / "analysis.json").write_text(json.dumps({"rows": [{"key": "A.Thm1", "verdict": verdict}]}))
+
+    cpu, gpu = tmp_path / "cpu", tmp_path / "gpu"
+    study(cpu, "s1", [1.0, 2.0, np.nan], "holds", cpu=1.0)
+    study(gpu, "s1", [1.0, 2.0 * (1 + 1e-13), np.nan], "holds", cpu=7.0)
+    study(cpu, "s2", [1.0, 1.0, 1.0], "holds")
+    study(gpu, "s2", [1.0, 1.0, 1.0], "violated")
+    study(cpu, "s3", [0.0, 0.0, 0.0], "holds")
+    study(cpu, "s4", [np.inf, 1.0, 1.0], "holds")
+    study(gpu, "s4", [np.inf, 1.0, np.nan], "holds")
+    res = compare_suites.compare(cpu, gpu)
+    rows = {s["study"]: s for s in res["studies"]}
+    assert 5e-14 < rows["s1"]["max_rel_diff"] < 2e-13 and rows["s1"]["same_verdicts"]
+    assert rows["s2"]["max_rel_diff"] == 0.0 and not rows["s2"]["same_verdicts"]
+    assert rows["s4"]["differ_in_kind"] == ["x (NaN or infinity in one run only)"]
+    assert res["verdicts_differ"] == ["s2"] and res["missing"] == ["s3 (only in first)"]
+    assert compare_suites.main([str(cpu), str(gpu)]) == 1
+    text = compare_suites.markdown(res)
+    assert "3 studies in both runs; verdicts identical in 2" in text and "verdicts differ: s2" in text
