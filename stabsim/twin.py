@@ -57,7 +57,9 @@ def _initial_points(w0, R, p, reps, seed, constraint, md):
         W = np.broadcast_to(W, (R, p))
     if W.shape != (R, p) or not np.all(np.isfinite(W)):
         raise ValueError(f"w0 must be finite with shape ({p},) or ({R}, {p}), got {W.shape}")
-    return np.ascontiguousarray(W)
+    # always a writable copy: a read-only array (broadcast_to above with R = 1, or the caller's) is
+    # another numba type, and each kernel kind would be compiled a second time for it
+    return np.array(W, order="C", copy=True)
 
 
 def extend_with_replacements(X, Y, xrep, yrep):

@@ -411,6 +411,7 @@ def build_replicate(KIND, POLL):
         C = ckpts.shape[0]
         noisy = noise != NOISE_NONE
         nr1 = 1 if noise == NOISE_INDEPENDENT else 0   # row of nz holding the noise of S'
+        run_s, run_s1 = np.int64(0), np.int64(1)   # the runs S and S' (see _general_step below)
         sidx = np.int64(r) if X.shape[0] > 1 else np.int64(0)
         Xs = X[sidx]
         Ys = Y[sidx]
@@ -518,11 +519,13 @@ def build_replicate(KIND, POLL):
                 same0 = not moved0
                 same1 = not moved1
             else:
+                # the run numbers as int64 variables, not constants: literal arguments would make
+                # numba compile _general_step once per call site
                 fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
-                                     radius, md, eta, noisy, nz, 0, W, 0, g, dx, work, stats, A, V, lam, tmp)
+                                     radius, md, eta, noisy, nz, run_s, W, run_s, g, dx, work, stats, A, V, lam, tmp)
                 if not mirror:
                     _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
-                                  radius, md, eta, noisy, nz, nr1, W, 1, g, dx, work, stats, A, V, lam, tmp)
+                                  radius, md, eta, noisy, nz, nr1, W, run_s1, g, dx, work, stats, A, V, lam, tmp)
                 same0 = False
                 same1 = mirror
             if lag == 0:
