@@ -10,9 +10,10 @@ Public API::
 """
 __version__ = "0.1.0"
 
-from ._cache import configure_numba_cache  # noqa: E402
+from ._cache import configure_numba_cache, spread_function_ids  # noqa: E402
 
 configure_numba_cache()  # before any kernel compiles: numba's cache follows the source hash
+spread_function_ids()  # symbols that no other process's cache entries can share (_cache, "Symbols")
 
 from .algorithms import ALGORITHMS, get_algorithm  # noqa: E402
 from .constraints import get_constraint  # noqa: E402

@@ -15,6 +15,16 @@ written, ``<tmp>/stabsim-numba-<uid>/<hash16>``; when neither can, kernels compi
 on-disk cache (``configure_numba_cache`` returns None), with one warning line.  A user's
 ``NUMBA_CACHE_DIR`` that cannot be written falls back the same way, also with one warning.
 
+Symbols.  numba names the machine code of a function by its qualified name, its argument types
+and a counter that every process starts at 1.  A cache entry written by one process and
+another written by a second process can therefore carry the same symbol for *different*
+functions (closures of one factory share a qualified name); a process that loads both links
+one definition for both, silently.  This happened: the warm-up's workers compiled two kinds of
+the twin kernel under the same count, and the suite then ran P4 Alg. 2 with another kind's
+code.  The kernel factories now name each closure (``stabsim.kernels.twin._own_name``), and
+``spread_function_ids()`` starts this process's counter at a random 40-bit offset, so that
+counts no longer coincide across processes (tests/test_cache_symbols.py).
+
 The variable ``STABSIM_NUMBA_CACHE_AUTO`` marks a ``NUMBA_CACHE_DIR`` that stabsim chose,
 so that a child process (a dask worker, a test subprocess) running *other* stabsim source
 computes its own folder instead of inheriting its parent's.
@@ -119,6 +129,25 @@ def disable_numba_cache() -> None:
     from numba.core.dispatcher import Dispatcher
 
     Dispatcher.enable_caching = lambda self: None
+
+
+def spread_function_ids() -> bool:
+    """Start numba's per-process function counter (part of every compiled symbol's name) at a
+    random offset below 2^40 (module docstring, "Symbols").  numba numbers functions in
+    ``numba.core.bytecode.FunctionIdentity._unique_ids``, a private counter; where a numba
+    version has none, nothing is changed and False is returned (the kernels' own names still
+    keep stabsim's closures apart)."""
+    import itertools
+    import secrets
+
+    try:
+        from numba.core.bytecode import FunctionIdentity
+    except ImportError:
+        return False
+    if not hasattr(FunctionIdentity, "_unique_ids"):
+        return False
+    FunctionIdentity._unique_ids = itertools.count(1 + secrets.randbits(40))
+    return True
 
 
 def _reload() -> None:

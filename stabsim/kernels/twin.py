@@ -402,8 +402,7 @@ def build_replicate(KIND, POLL):
     # parallel=True with no prange: numba's parallel pipeline compiles this body to code about
     # three times faster than the plain pipeline does (P1 Alg. 1, d = 10: 28 against 79 ns per
     # twin step; measured, not understood); the warning that nothing was parallelised is
-    # silenced below.
-    @njit(cache=True, parallel=True)
+    # silenced below.  (Compiled under its own name at the end: see _own_name.)
     def replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                   T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                   stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp, work, stats, nrm2):
@@ -552,7 +551,19 @@ def build_replicate(KIND, POLL):
                         lrsum, l2sum, 0 if mirror else 1)
                 ci += 1
 
-    return replicate
+    return njit(cache=True, parallel=True)(_own_name(replicate, f"replicate_kind{KIND}" + ("" if POLL else "_device")))
+
+
+def _own_name(fn, name: str):
+    """``fn`` renamed, before numba compiles it.  numba names a compiled function by its
+    qualified name and a per-process counter, and the four kinds' closures share one qualified
+    name and one signature: two processes that compile two kinds under the same count write
+    cache entries with the same symbol, and a process that loads both ran one kind's code for
+    the other (measured: P4 Alg. 2's numbers changed in a suite whose kernels the warm-up
+    compiled).  A name per kind keeps the symbols apart (``stabsim._cache`` also spreads the
+    counter; tests/test_cache_symbols.py)."""
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
 def _build(KIND):
@@ -560,7 +571,6 @@ def _build(KIND):
     the code of the other kinds before typing; the loss, constraint, output and noise codes stay
     run-time arguments (well-predicted branches cost far less than a compilation for every
     combination would)."""
-    @njit(cache=True, parallel=True, nogil=True)
     def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                stop):
@@ -589,7 +599,7 @@ def _build(KIND):
                                   rec, rec_out, outs, stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp,
                                   work, stats, nrm2)
 
-    return kernel
+    return njit(cache=True, parallel=True, nogil=True)(_own_name(kernel, f"twin_kernel_kind{KIND}"))
 
 
 # The CPU kernels reach their replicate through this module-level tuple, not a closure variable:
