@@ -179,10 +179,11 @@ def markdown(res: dict) -> str:
                  f"dist_output {a['dist_output']:.1e}, loss_path {a['loss_path']:.1e}")
     if res.get("tune"):
         L += ["", "Knobs of the CUDA kernel, P1 Alg. 1 (`--tune`; kernel ns per replicate-step):", "",
-              "| max registers | threads per block | R | kernel ns | registers used |", "|---|---|---|---|---|"]
+              "| specialised | max registers | threads per block | R | kernel ns | registers used |",
+              "|---|---|---|---|---|---|"]
         for row in res["tune"]:
-            L.append(f"| {row['max_registers'] or 'ptxas'} | {row['threads_per_block']} | {row['R']:,} | "
-                     f"{row['kernel_ns']:.4f} | {row['registers']} |")
+            L.append(f"| {'yes' if row.get('specialized') else 'no'} | {row['max_registers'] or 'ptxas'} | "
+                     f"{row['threads_per_block']} | {row['R']:,} | {row['kernel_ns']:.4f} | {row['registers']} |")
     L += ["", "Targets (P1 Alg. 1, d = 10, R >= 65,536):", ""]
     for t in res["targets"]:
         L.append(f"- {t}")
@@ -221,8 +222,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--out", default=str(HERE / "results_gpu.json"))
     ap.add_argument("--results", default=str(HERE / "RESULTS.md"), help="markdown file whose GPU section is replaced")
     ap.add_argument("--tune", type=int, default=0, metavar="R",
-                    help="also time P1 Alg. 1 at R replicates for register caps (none, 128, 96, 64) x threads per "
-                         "block (64, 128, 256)")
+                    help="also time P1 Alg. 1 at R replicates for the rows of TUNE_ROWS (specialised build, "
+                         "register cap, threads per block)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (numba's CUDA simulator); writes nothing "
                     "unless --out / --results are given explicitly")
     args = ap.parse_args(argv)
@@ -254,34 +255,44 @@ def main(argv=None) -> dict:
         save()
     if args.tune:
         res["tune"] = []
-        for maxreg in (None, 128, 96, 64):
-            for tpb in (64, 128, 256):
-                row = tune(args.tune, maxreg, tpb, args.repeat, T=T)
-                res["tune"].append(row)
-                print("tune", json.dumps(row, default=float), flush=True)
-                save()
+        for spec, maxreg, tpb in TUNE_ROWS:
+            row = tune(args.tune, maxreg, tpb, args.repeat, T=T, specialize=spec)
+            res["tune"].append(row)
+            print("tune", json.dumps(row, default=float), flush=True)
+            save()
     save()
     print("\n".join(res["targets"]))
     return res
 
 
-def tune(R: int, maxreg, tpb: int, repeat: int, T=None) -> dict:
-    """P1 Alg. 1 on the GPU at R replicates with a register cap and a block size (the knobs of
-    ``stabsim.kernels.twin_cuda``); restores the defaults afterwards."""
-    saved = twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK
-    twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK = maxreg, tpb
-    twin_cuda.cuda_kernel.cache_clear()
+#: (specialised build, register cap, threads per block), the most telling first (the section is
+#: saved after each row, so a run cut short keeps them)
+TUNE_ROWS = [(False, None, 128), (True, None, 128), (True, None, 256), (True, 96, 128), (True, 64, 128),
+             (False, 128, 128), (False, 96, 128), (False, 64, 128), (False, None, 64), (False, None, 256)]
+
+
+def tune(R: int, maxreg, tpb: int, repeat: int, T=None, specialize=False) -> dict:
+    """P1 Alg. 1 on the GPU at R replicates with a register cap, a block size and with or
+    without the specialised build (the knobs of ``stabsim.kernels.twin_cuda``); restores the
+    defaults afterwards."""
+    saved = twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK, twin_cuda.SPECIALIZE
+    build = twin_cuda.cuda_kernel
+    built = []
+    twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK, twin_cuda.SPECIALIZE = maxreg, tpb, specialize
+    twin_cuda.cuda_kernel = lambda kind, spec=None: built.append(build(kind, spec)) or built[-1]
+    build.cache_clear()
     try:
         row = best("p1_alg1", R, "cuda", repeat, T=T)
         try:   # one compiled signature here; numba-cuda answers {signature: registers}
-            regs = twin_cuda.cuda_kernel(0).get_regs_per_thread()
+            regs = built[-1].get_regs_per_thread()
             regs = max(regs.values()) if isinstance(regs, dict) else regs
         except Exception:   # the simulator has no registers
             regs = "-"
     finally:
-        twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK = saved
-        twin_cuda.cuda_kernel.cache_clear()
-    row.update(max_registers=maxreg, threads_per_block=tpb, registers=str(regs))
+        twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK, twin_cuda.SPECIALIZE = saved
+        twin_cuda.cuda_kernel = build
+        build.cache_clear()
+    row.update(specialized=specialize, max_registers=maxreg, threads_per_block=tpb, registers=str(regs))
     return row
 
 

@@ -92,6 +92,21 @@ def test_cuda_backend_agrees_with_the_cpu(case):
     assert gpu.attrs["device"] != "cpu"
 
 
+@pytest.mark.parametrize("case", [CASES[0][1], CASES[4][1]], ids=[CASES[0][0], CASES[4][0]])
+def test_a_specialised_build_gives_the_same_numbers(case, monkeypatch):
+    """``twin_cuda.SPECIALIZE``: the loss form, constraint, noise mode and output rule become
+    compile-time constants of the kernel; the numbers must not change (in the simulator the
+    specialised replicate is compiled for the CPU, so they must be identical there)."""
+    import stabsim.kernels.twin_cuda as tc
+
+    monkeypatch.setattr(tc, "SPECIALIZE", True)
+    calls = []
+    real = tc.cuda_kernel
+    monkeypatch.setattr(tc, "cuda_kernel", lambda kind, spec=None: calls.append(spec) or real(kind, spec))
+    _assert_agree(_run(case, "cpu"), _run(case, "cuda"))
+    assert calls and all(spec is not None and len(spec) == 6 for spec in calls)
+
+
 def test_the_cases_cover_every_kernel_kind():
     kinds = set()
     for _id, kw in CASES:

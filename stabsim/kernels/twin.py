@@ -386,11 +386,16 @@ warnings.filterwarnings("ignore", message=r"(?s).*no transformation for parallel
                         category=NumbaPerformanceWarning)
 
 
-def build_replicate(KIND, POLL):
+def build_replicate(KIND, POLL, SPEC=None):
     """One replicate of the twin kernel of kind ``KIND``, as a function of its scratch arrays,
     which the caller provides (nothing is allocated here, so the same code is the body of the
     CPU kernel's ``prange`` loop and a CUDA device function: ``stabsim.kernels.twin_cuda``).
     ``POLL``: poll the ``stop`` flag (the CPU kernel; a CUDA launch is stopped between chunks).
+    ``SPEC``: None, or (form, ckind, noise, lag, has_ref, rec_out) as compile-time constants,
+    which replace those arguments (the caller passes equal ones) so that the compiler drops the
+    branches of the other losses, constraints, noise modes and output rules (the GPU's
+    ``twin_cuda.SPECIALIZE``: fewer registers per thread); the numbers are those of the call
+    with the same arguments.
 
     Scratch: W (2, 2, p) [run, slot, :] (runs 0 = S, 1 = S'; slots 0 = w_{t-2}, 1 = w_{t-1}),
     g, acc, nz (2, p), dx (max(d, p),), hist (hlen,) int64, A, V (md, md), lam, tmp (md,),
@@ -398,6 +403,8 @@ def build_replicate(KIND, POLL):
     Every entry is initialised here, so scratch can be reused from replicate to replicate."""
     FAST = KIND != GENERAL
     PAIR = KIND != FAST_POINT
+    SPECIALISED = SPEC is not None
+    S_FORM, S_CKIND, S_NOISE, S_LAG, S_REF, S_RECOUT = (0,) * 6 if SPEC is None else tuple(int(v) for v in SPEC)
 
     # parallel=True with no prange: numba's parallel pipeline compiles this body to code about
     # three times faster than the plain pipeline does (P1 Alg. 1, d = 10: 28 against 79 ns per
@@ -406,6 +413,13 @@ def build_replicate(KIND, POLL):
     def replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                   T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                   stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp, work, stats, nrm2):
+        if SPECIALISED:   # the constants of a specialised build (pruned otherwise)
+            form = S_FORM
+            ckind = S_CKIND
+            noise = S_NOISE
+            lag = S_LAG
+            has_ref = S_REF == 1
+            rec_out = S_RECOUT == 1
         p = W0.shape[1]
         C = ckpts.shape[0]
         noisy = noise != NOISE_NONE
@@ -551,7 +565,10 @@ def build_replicate(KIND, POLL):
                         lrsum, l2sum, 0 if mirror else 1)
                 ci += 1
 
-    return njit(cache=True, parallel=True)(_own_name(replicate, f"replicate_kind{KIND}" + ("" if POLL else "_device")))
+    name = f"replicate_kind{KIND}" + ("" if POLL else "_device")
+    if SPEC is not None:
+        name += "_" + "_".join(str(int(v)).replace("-", "m") for v in SPEC)
+    return njit(cache=True, parallel=True)(_own_name(replicate, name))
 
 
 def _own_name(fn, name: str):

@@ -45,14 +45,21 @@ THREADS_PER_BLOCK = 128
 #: occupancy and spills to local memory; ``benchmarks/bench_gpu.py --tune`` measures the trade.
 #: Read when a kind's kernel is built (``cuda_kernel.cache_clear()`` after changing it).
 MAX_REGISTERS = None
+#: compile one kernel per configuration (loss form, constraint kind, noise mode, output rule,
+#: reference point, recorded outputs) with these as constants (``twin.build_replicate``'s
+#: ``SPEC``), so that NVVM drops the branches a run does not take.  Off by default: it trades a
+#: compilation per configuration for fewer registers per thread (ptxas at sm_90, P1 Alg. 1 with
+#: the hinge loss on an l2 ball: see docs/gpu.md), and its speed is not yet measured on a GPU.
+SPECIALIZE = False
 #: replicates per launch in numba's CUDA simulator (it runs each simulated thread as a Python thread)
 SIMULATOR_CHUNK = 64
 
 
 @lru_cache(maxsize=None)
-def cuda_kernel(kind: int):
-    """The CUDA kernel of one kind (compiled for the GPU on its first launch)."""
-    replicate = build_replicate(kind, False)
+def cuda_kernel(kind: int, spec: tuple | None = None):
+    """The CUDA kernel of one kind (compiled for the GPU on its first launch); ``spec``: the
+    constants of a specialised build (``SPECIALIZE``)."""
+    replicate = build_replicate(kind, False, spec)
     if simulator_enabled():
         replicate = _on_simulated_arrays(replicate)
 
@@ -137,7 +144,9 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
     per = bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows)
     size = max_chunk(per) if chunk is None else max(1, int(chunk))
     size = min(size, R)
-    kernel = cuda_kernel(kk)
+    spec = (int(form), int(ckind), int(noise), int(avg_lag), int(bool(has_ref)), int(bool(rec_out))) \
+        if SPECIALIZE else None
+    kernel = cuda_kernel(kk, spec)
     shared = {name: cuda.to_device(np.ascontiguousarray(a)) for name, a in
               (("etas", etas), ("omegas", omegas), ("wref", wref), ("ckpts", ckpts), ("stop", np.zeros(1, i64)))}
     if nS == 1:
