@@ -12,6 +12,10 @@
 # time limit (seconds, from the environment) so the whole script ends within about
 # SETUP + max(TESTS_S, SUITE_S) + BENCH_S; what a step finished is kept when the next one is cut.
 #
+# On an H200 with 16 host cores (2026-11-26, docs/gpu.md) 280 s for the tests and 300 s for the
+# suite were too short side by side (22 of 23 tests, 64 of 70 studies): give them 420 s each
+# where the time allows (TESTS_S=420 SUITE_S=420).
+#
 #   bash benchmarks/gpu_session.sh OUTDIR        (PYTHON, JAX_PYTHON: interpreters; default python3)
 set -u
 OUT=${1:?usage: gpu_session.sh OUTDIR}
