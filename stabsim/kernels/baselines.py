@@ -73,7 +73,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 from numba import njit
 
 from ..rng import pair_ij, randint, uniform

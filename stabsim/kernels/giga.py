@@ -50,13 +50,14 @@ from ..constraints import project
 from ..losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad
 from ..rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
 from .allpairs import allprev_pairs
+from .nrt_free import NRT_FREE
 
 #: stream of P3's random points of C (burn-in points, OnPairC's random w_0); not in rng.py's list
 STREAM_BURNIN = 8
 N_REC_GIGA = 4
 
 
-@njit(cache=True)
+@njit(cache=True, **NRT_FREE)
 def ball_point(key, j, p, md, radius, out):
     """Random point number ``j`` of the ball {||w|| <= radius} (uniform), written into ``out``.
 
@@ -91,7 +92,7 @@ def _row(i, prime, k, krow):
     return i
 
 
-@njit(cache=True)
+@njit(cache=True, **NRT_FREE)
 def _lhat(form, phi, q, w, Xs, Ys, order, t, prime, k, krow, scale, g, dx):
     """(1/(t-1)) sum_{s<t} l(w; z_t, z_s) over the stream order (t is 1-based); adds
     scale * its gradient into g.  Returns the average loss (without the regulariser)."""

@@ -26,9 +26,10 @@ from numba import njit, prange
 
 from ..losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, phi_value_deriv
 from ..rng import STREAM_NOISE, normal, stream_key
+from .nrt_free import NRT_FREE
 
 
-@njit(cache=True)
+@njit(cache=True, **NRT_FREE)
 def full_grad(form, phi, q, w, X, Y, skip, g, dx, sc_buf, co_buf):
     """g <- grad of L(w; D') = 1/(m(m-1)) sum over ordered pairs a != b of D' = D minus row
     ``skip`` (skip < 0: none); returns L(w; D').

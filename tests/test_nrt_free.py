@@ -1,0 +1,86 @@
+"""Functions compiled without numba's reference counting (``stabsim.kernels.nrt_free``).
+
+A function compiled with ``NRT_FREE`` passes the flag on to every function compiled while it is
+compiled.  The rule that keeps that safe: none of them returns an array (a caller with reference
+counting that reused such a compiled function would release a reference it was never given;
+allocation is refused by numba itself).  The check compiles the NRT-free functions from an
+empty cache in a child process and records, with numba's compile events, every function
+compiled in their context and its return type.  (That the numbers are unchanged is what the
+reference-loop tests check: tests/test_engine.py runs the general kind's buffer update against
+tests/naive.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = """
+import json, sys, numpy as np
+from numba.core import event as ev, types
+
+stack, found = [], []
+
+def nrt_free_context():
+    for opts in reversed(stack):       # the nearest explicit setting wins (numba's inheritance)
+        if "_nrt" in opts:
+            return not opts["_nrt"]
+    return False
+
+def has_array(t):
+    return isinstance(t, types.Array) or (isinstance(t, types.BaseTuple) and any(has_array(x) for x in t.types))
+
+class Listener(ev.Listener):
+    def on_start(self, event):
+        stack.append(dict(event.data["dispatcher"].targetoptions))
+    def on_end(self, event):
+        free = nrt_free_context()
+        stack.pop()
+        d = event.data["dispatcher"]
+        cres = d.overloads.get(tuple(event.data["args"]))
+        if free and cres is not None:
+            ret = cres.signature.return_type
+            found.append((d.py_func.__module__ + "." + d.py_func.__qualname__, str(ret), has_array(ret)))
+
+ev.register("numba:compile", Listener())
+
+from stabsim import run_twin
+from stabsim.kernels import giga, p2_removal
+from stabsim.losses import AUC, METRIC
+rng = np.random.default_rng(0)
+X = rng.standard_normal((20, 3)); y = np.where(rng.random(20) < .5, 1.0, -1.0); y[:2] = [1, -1]
+# the general kind (every schedule, loss, constraint and output rule behind run-time codes) and a fast kind
+run_twin(X, y, algorithm="p1_buffer", buffer=3, loss="auc_hinge", constraint="l2:1", T=20, replicates=2, progress=False)
+run_twin(X, y, algorithm="p4_alg1", loss="point_logistic", sigma=0.5, T=20, replicates=2, progress=False)
+w, g, dx = np.zeros(9), np.zeros(9), np.zeros(3)
+p2_removal.full_grad(METRIC, 0, 1.0, w, X, y, -1, g, dx, np.zeros(20), np.zeros(20))
+giga.ball_point(np.uint64(1), 0, 9, 3, 1.0, w)
+giga._lhat(AUC, 0, 1.0, w[:3], X, y, np.arange(20), 5, False, -1, 0, 1.0, g[:3], dx)
+json.dump(found, open(sys.argv[1], "w"))
+"""
+
+
+def test_no_function_compiled_without_reference_counting_returns_an_array(tmp_path):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "STABSIM_NO_WARMUP": "1",
+           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = tmp_path / "found.json"
+    p = subprocess.run([sys.executable, "-c", CHILD, str(out)], env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr
+    found = json.loads(out.read_text())
+    names = {name for name, _, _ in found}
+    # the context reached what it should: the replicates, their callees, P2's and GIGA's helpers
+    for expected in ("stabsim.kernels.twin.replicate_kind3", "stabsim.kernels.twin._general_step",
+                     "stabsim.kernels.twin._pair", "stabsim.kernels.allpairs.allpairs_grad",
+                     "stabsim.kernels.twin.replicate_kind2", "stabsim.kernels.p2_removal.full_grad",
+                     "stabsim.kernels.giga._lhat", "stabsim.kernels.giga.ball_point"):
+        assert expected in names, sorted(names)
+    assert not any(t.startswith("stabsim.kernels.twin.twin_kernel") for t in names)   # it allocates
+    arrays = [(name, ret) for name, ret, is_array in found if is_array]
+    assert arrays == [], arrays
+
