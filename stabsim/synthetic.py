@@ -121,20 +121,52 @@ def _sample_auc(pb: Problem, n: int, st: _Stream):
 
 
 def _sample_p4(pb: Problem, n: int, st: _Stream):
+    """Rounds of m = 2n + 16 candidates (x on the sphere, label from x.w* + kappa N(0, 1)), the kept
+    ones (lsq: |y| <= 0.5) appended until there are n; see ``_p4_round``."""
     w, kap = pb.w_star_paper, pb.params["kappa"]
     Xs, ys = [], []
-    while sum(len(a) for a in ys) < n:
-        m = 2 * n + 16
-        X = _sphere(st, m, pb.d)
-        noise = kap * st.normal(m)
-        if pb.params["kind"] == "lsq":
+    need = n
+    while need > 0:
+        X, y = _p4_round(st, 2 * n + 16, pb.d, w, kap, pb.params["kind"] == "lsq", need)
+        Xs.append(X); ys.append(y)
+        need -= len(y)
+    return np.concatenate(Xs)[:n], np.concatenate(ys)[:n]
+
+
+def _p4_round(st: _Stream, m: int, d: int, w, kap: float, lsq: bool, need: int):
+    """One round of ``_sample_p4``: the kept candidates among m, at most the first ``need`` kept.
+
+    The round's draws are m x d normals for the directions, then m normals for the label noise,
+    and the stream moves past all of them.  Only the candidates up to the need-th kept one can
+    reach the data set (with about 96-100 % kept, about half of the 2n + 16), so only those are
+    drawn: number c of the stream is a function of c alone (``stabsim.rng``).  The numpy
+    operations run on the round's full (m, d) and (m,) arrays as if every candidate had been
+    drawn (rows not drawn hold ones and zeros): the matrix product's rounding depends on a row's
+    position in the array (BLAS blocking), so the drawn rows come out bit for bit as when all m
+    are drawn (tests/test_synthetic_p4.py compares with drawing them all)."""
+    pos_x, pos_noise = st.pos, st.pos + 2 * m * d
+    st.pos = pos_noise + 2 * m
+    G = np.ones((m, d))
+    z = np.zeros(m)
+    drawn = 0
+    hi = min(m, need + need // 8 + 64)
+    while True:
+        rng.fill(st.key, pos_x + drawn * d, G[drawn:hi].reshape(-1), True)
+        rng.fill(st.key, pos_noise + drawn, z[drawn:hi], True)
+        drawn = hi
+        X = G / np.linalg.norm(G, axis=1, keepdims=True)
+        noise = kap * z
+        if lsq:
             y = X @ w + noise
             keep = np.abs(y) <= 0.5
         else:
             y = np.where(X @ w + noise > 0, 1.0, -1.0)
             keep = np.ones(m, dtype=bool)
-        Xs.append(X[keep]); ys.append(y[keep])
-    return np.concatenate(Xs)[:n], np.concatenate(ys)[:n]
+        keep[drawn:] = False
+        kept = int(keep.sum())
+        if kept >= need or drawn == m:
+            return X[keep][:need], y[keep][:need]
+        hi = min(m, drawn + 2 * (need - kept) + 64)
 
 
 _SAMPLERS = {"auc_separable": _sample_auc, "auc_noisy": _sample_auc, "metric": _sample_auc,

@@ -1,0 +1,67 @@
+"""P4's data sets drawn lazily (``synthetic._p4_round``) are those of drawing every candidate.
+
+The reference below is the sampler as it was before the lazy draw (every round draws its m x d
+directions and m noise values in full), kept here verbatim as the definition of the data.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from stabsim import synthetic
+from stabsim.synthetic import _Stream, _sphere, make_problem
+
+
+def _sample_p4_all_drawn(pb, n, stream):
+    w, kap = pb.w_star_paper, pb.params["kappa"]
+    Xs, ys = [], []
+    while sum(len(a) for a in ys) < n:
+        m = 2 * n + 16
+        X = _sphere(stream, m, pb.d)
+        noise = kap * stream.normal(m)
+        if pb.params["kind"] == "lsq":
+            y = X @ w + noise
+            keep = np.abs(y) <= 0.5
+        else:
+            y = np.where(X @ w + noise > 0, 1.0, -1.0)
+            keep = np.ones(m, dtype=bool)
+        Xs.append(X[keep]); ys.append(y[keep])
+    return np.concatenate(Xs)[:n], np.concatenate(ys)[:n]
+
+
+def _both(pb, n, seed, rep):
+    a, b = _Stream(seed, rep), _Stream(seed, rep)
+    lazy = synthetic._sample_p4(pb, n, a)
+    full = _sample_p4_all_drawn(pb, n, b)
+    assert a.pos == b.pos      # the stream moves past the whole round either way
+    return lazy, full
+
+
+@pytest.mark.parametrize("name", ["p4_lsq", "p4_logistic"])
+@pytest.mark.parametrize("kappa", [0.0, 0.15])
+@pytest.mark.parametrize("n", [1, 7, 300, 5000, 20000])
+def test_lazy_rounds_give_the_data_of_full_rounds(name, kappa, n):
+    pb = make_problem(name, d=10, kappa=kappa)
+    for rep in (0, 3):
+        (X, y), (Xf, yf) = _both(pb, n, 20240709, rep)
+        assert X.shape == (n, 10) and y.shape == (n,)
+        np.testing.assert_array_equal(X, Xf)
+        np.testing.assert_array_equal(y, yf)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 3000), scale=st.floats(0.1, 3.0), kappa=st.floats(0.0, 1.0), seed=st.integers(0, 2**31),
+       d=st.integers(2, 12), lsq=st.booleans())
+def test_lazy_rounds_match_for_any_keep_rate(n, scale, kappa, seed, d, lsq):
+    """A large ||w*|| keeps few least-squares candidates (down to about 10 % at d = 2, ||w*|| = 3):
+    several rounds, the last one partly drawn."""
+    v = np.linspace(1.0, -0.5, d)
+    w = scale * v / np.linalg.norm(v)
+    pb = SimpleNamespace(w_star_paper=w, d=d, params={"kappa": kappa, "kind": "lsq" if lsq else "logistic"})
+    (X, y), (Xf, yf) = _both(pb, n, seed, 1)
+    np.testing.assert_array_equal(X, Xf)
+    np.testing.assert_array_equal(y, yf)
