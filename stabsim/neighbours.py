@@ -70,29 +70,31 @@ def make_neighbours(nb: Neighbour, X: np.ndarray, Y: np.ndarray, reps: np.ndarra
     """
     R = len(reps)
     nS, n, d = X.shape
-    kidx = np.empty(R, dtype=np.int64)
+    reps = np.asarray(reps, dtype=np.int64)
+    keys = rng.keys(seed, reps, rng.STREAM_NEIGHBOUR) if nb.k == "random" or nb.kind == "heldout" else None
+    if nb.k == "random":
+        kidx = rng.randints(keys, 0, n)
+    else:
+        k = int(nb.k)
+        if not 0 <= k < n:
+            raise ValueError(f"neighbour index k must lie in [0, {n}), got {k}")
+        kidx = np.full(R, k, dtype=np.int64)
     xrep = np.empty((R, d))
     yrep = np.empty(R)
+    sets = np.arange(R) if nS > 1 else np.zeros(R, dtype=np.int64)   # the data set of each replicate
+    if nb.kind == "given":
+        x = np.asarray(nb.x, float)
+        if x.shape != (d,):
+            raise ValueError(f"replacement x must have shape ({d},), got {x.shape}")
+        xrep[:], yrep[:] = x, nb.y
+        return kidx, xrep, yrep
+    if nb.kind in ("same", "flip"):
+        xrep[:] = X[sets, kidx]
+        yrep[:] = Y[sets, kidx] if nb.kind == "same" else -Y[sets, kidx]
+        return kidx, xrep, yrep
     for r, rep in enumerate(reps):
-        Xs, Ys = X[r if nS > 1 else 0], Y[r if nS > 1 else 0]
-        key = rng.key(seed, int(rep), rng.STREAM_NEIGHBOUR)
-        if nb.k == "random":
-            k = int(rng.randint(key, 0, n))
-        else:
-            k = int(nb.k)
-            if not 0 <= k < n:
-                raise ValueError(f"neighbour index k must lie in [0, {n}), got {k}")
-        kidx[r] = k
-        if nb.kind == "given":
-            x = np.asarray(nb.x, float)
-            if x.shape != (d,):
-                raise ValueError(f"replacement x must have shape ({d},), got {x.shape}")
-            xrep[r], yrep[r] = x, nb.y
-        elif nb.kind == "same":
-            xrep[r], yrep[r] = Xs[k], Ys[k]
-        elif nb.kind == "flip":
-            xrep[r], yrep[r] = Xs[k], -Ys[k]
-        elif nb.kind == "farthest":
+        Xs, Ys, k = X[sets[r]], Y[sets[r]], kidx[r]
+        if nb.kind == "farthest":
             dist = np.linalg.norm(Xs - Xs[k], axis=1)
             opposite = Ys != Ys[k]
             if opposite.any():
@@ -101,7 +103,7 @@ def make_neighbours(nb: Neighbour, X: np.ndarray, Y: np.ndarray, reps: np.ndarra
             xrep[r], yrep[r] = Xs[j], Ys[j]
         elif nb.kind == "heldout":
             Xp, Yp = nb.pool
-            j = int(rng.randint(key, 1, len(Yp)))
+            j = int(rng.randint(keys[r], 1, len(Yp)))
             xrep[r], yrep[r] = np.asarray(Xp[j], float), float(Yp[j])
         else:  # fresh
             if problem is None:

@@ -82,8 +82,17 @@ def available_memory() -> int | None:
     return min(cands) if cands else None
 
 
+#: requests below this many bytes are not checked: asking the system costs about 0.1 ms (psutil),
+#: more than a small ``run_twin`` call itself, and numpy's own MemoryError covers a machine that
+#: has not even this much left
+CHECK_MEMORY_FROM = 64 * 2**20
+
+
 def check_memory(need: float, what: str, shrink: str) -> None:
-    """Raise ``ResourceError`` when ``need`` bytes exceed the available memory."""
+    """Raise ``ResourceError`` when ``need`` bytes exceed the available memory (requests of
+    ``CHECK_MEMORY_FROM`` bytes or more; smaller ones are not checked)."""
+    if need < CHECK_MEMORY_FROM:
+        return
     avail = available_memory()
     if avail is not None and need > avail:
         raise ResourceError(f"{what} needs about {fmt_bytes(need)} of memory, but only {fmt_bytes(avail)} "

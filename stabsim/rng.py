@@ -143,6 +143,30 @@ def key(seed: int, replicate: int, stream: int) -> np.uint64:
     return np.uint64(stream_key(np.int64(seed), np.int64(replicate), np.int64(stream)))
 
 
+def keys(seed: int, replicates: np.ndarray, stream: int) -> np.ndarray:
+    """``key`` of each replicate id (uint64 array), in one compiled loop."""
+    if int(seed) < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    return _stream_keys(np.int64(seed), np.asarray(replicates, dtype=np.int64), np.int64(stream))
+
+
+@njit(cache=True)
+def _stream_keys(seed, replicates, stream):
+    out = np.empty(replicates.shape[0], dtype=np.uint64)
+    for i in range(replicates.shape[0]):
+        out[i] = stream_key(seed, replicates[i], stream)
+    return out
+
+
+@njit(cache=True)
+def randints(keys, counter, n):
+    """``randint(keys[i], counter, n)`` for every key (int64 array)."""
+    out = np.empty(keys.shape[0], dtype=np.int64)
+    for i in range(keys.shape[0]):
+        out[i] = randint(keys[i], counter, n)
+    return out
+
+
 def uniforms(seed: int, replicate: int, stream: int, size: int, start: int = 0) -> np.ndarray:
     out = np.empty(int(size))
     fill(key(seed, replicate, stream), start, out, False)

@@ -306,10 +306,10 @@ class _Search:
             raise _Budget
         self.budget["left"] -= 1
         self.budget["used"] += 1
-        ds = self.run_twin(self.X, self.y, replicates=self.search_ids, seed=self.seed,
-                           neighbour=(kk, x, yy), checkpoints=[self.tt], progress=False,
-                           **self.run_twin_kwargs)
-        val = _stat(ds[self.var].values[:, 0], self.gamma)
+        rec = self.run_twin(self.X, self.y, replicates=self.search_ids, seed=self.seed,
+                            neighbour=(kk, x, yy), checkpoints=[self.tt], progress=False, raw=True,
+                            **self.run_twin_kwargs)
+        val = _stat(rec.var(self.var)[:, 0], self.gamma)
         self.cache[key] = val
         return val
 

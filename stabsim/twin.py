@@ -10,6 +10,7 @@ import threading
 
 import math
 import numbers
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -111,7 +112,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
              T=1000, replicates=100, seed=0, neighbour="farthest", checkpoints=None,
              record_outputs=False, w0=None, sigma=0.0, independent_noise=False, buffer=None,
              output=None, q=None, w_ref=None, problem=None, progress=None, backend=None,
-             mirror_identical=True) -> xr.Dataset:
+             mirror_identical=True, raw=False) -> xr.Dataset:
     """Run ``algorithm`` on S = (X, y) and on its neighbour S' with shared randomness.
 
     Parameters
@@ -144,6 +145,9 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         and ``device``.
     mirror_identical : a replicate whose S' is S bit for bit, with shared noise, runs S once and
         reports it for both (same numbers as ``False``, which runs both: tests/test_mirror.py).
+    raw : return a ``TwinRecord`` (the recorded arrays and the metadata; ``.dataset()`` gives the
+        Dataset, ``.var(name)`` one (replicate, t) array) instead of building the Dataset, which
+        costs about 1 ms: for callers that run many small calls (the worst-neighbour search).
 
     Returns
     -------
@@ -219,7 +223,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     finally:
         if bar is not None:
             bar.close()
-    return _to_dataset(rec, outs if record_outputs else None, reps, ck, etas, es, kidx, dict(
+    record = TwinRecord(rec, outs if record_outputs else None, reps, ck, etas, es, kidx, dict(
         algorithm=alg.name, algorithm_reference=alg.reference, buffer=alg.buffer, output_rule=alg.output,
         loss=lossf.name, constraint=cons.name, radius=cons.radius, T=T, n=n, d=d, seed=seed,
         sigma=sigma, noise="independent" if independent_noise else "shared",
@@ -227,6 +231,30 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         backend=be, device=device_description() if be == "cuda" else "cpu",
         data_sets="per-replicate" if nS > 1 else "shared",
         eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
+    return record if raw else record.dataset()
+
+
+class TwinRecord(NamedTuple):
+    """What ``run_twin`` recorded, before it becomes a Dataset (``run_twin(raw=True)``)."""
+
+    rec: np.ndarray          # (R, C, N_REC): the REC_VARS at the checkpoints
+    outs: np.ndarray | None  # (R, C, 2, p) with record_outputs
+    reps: np.ndarray
+    ck: np.ndarray
+    etas: np.ndarray
+    es: int
+    kidx: np.ndarray
+    meta: dict
+
+    def var(self, name: str) -> np.ndarray:
+        """The (replicate, t) array of one of the REC_VARS (``dist_iterate``, ``dist_output``, ...)."""
+        names = [v[0] for v in REC_VARS]
+        if name not in names:
+            raise ValueError(f"unknown recorded variable {name!r}; recorded: {', '.join(names)}")
+        return self.rec[:, :, names.index(name)]
+
+    def dataset(self) -> xr.Dataset:
+        return _to_dataset(*self)
 
 
 def mirrored_kidx(X, y, kidx, xrep, yrep):
