@@ -223,15 +223,21 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     finally:
         if bar is not None:
             bar.close()
-    record = TwinRecord(rec, outs if record_outputs else None, reps, ck, etas, es, kidx, dict(
+    record = TwinRecord(rec, outs if record_outputs else None, reps, ck, etas, es, kidx,
+                        _meta(alg, lossf, cons, T, n, d, seed, sigma, independent_noise, nb, be, nS, eta))
+    return record if raw else record.dataset()
+
+
+def _meta(alg, lossf, cons, T, n, d, seed, sigma, independent_noise, nb, be, nS, eta) -> dict:
+    """The provenance attributes of a ``run_twin`` Dataset."""
+    return dict(
         algorithm=alg.name, algorithm_reference=alg.reference, buffer=alg.buffer, output_rule=alg.output,
         loss=lossf.name, constraint=cons.name, radius=cons.radius, T=T, n=n, d=d, seed=seed,
         sigma=sigma, noise="independent" if independent_noise else "shared",
         neighbour=nb.describe(), neighbour_relation="replace-one",
         backend=be, device=device_description() if be == "cuda" else "cpu",
         data_sets="per-replicate" if nS > 1 else "shared",
-        eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array"))
-    return record if raw else record.dataset()
+        eta=repr(eta) if not hasattr(eta, "__len__") or isinstance(eta, tuple) else "array")
 
 
 class TwinRecord(NamedTuple):
