@@ -142,15 +142,3 @@ def test_figure_reproduction(out):
     text = (out / "p3_fig3" / "summary.md").read_text()
     assert "Summary table" in text and "hepatitis" in text and "breast_cancer" in text
 
-
-def test_phi_on_two_threads_is_phi_on_one():
-    """regret_minimum's phi(m), phi'(m): long margin vectors are split over two threads; every
-    entry is the same bit for bit (and short vectors take the one-thread path)."""
-    from stabsim.experiments.p3_giga import PHI_SPLIT_FROM, _phi_np, _phi_np_one
-    from stabsim.losses import LOGISTIC, SQUARED
-
-    m = np.random.default_rng(4).standard_normal(PHI_SPLIT_FROM * 3 + 7) * 30.0
-    for phi in (LOGISTIC, SQUARED):
-        for arr in (m, m[:100]):
-            for a, b in zip(_phi_np(phi, arr), _phi_np_one(phi, arr)):
-                np.testing.assert_array_equal(a, b)

@@ -121,35 +121,8 @@ def alpha_for(rule, *, n, L, alpha, alpha_c, burnin_frac):
     return a
 
 
-#: margins vectors at least this long are evaluated in two halves, one on a helper thread (numpy's
-#: ufuncs release the GIL; every entry is computed on its own, so the numbers are the same)
-PHI_SPLIT_FROM = 1 << 16
-
-
-@functools.lru_cache(maxsize=1)
-def _helper_thread():
-    from concurrent.futures import ThreadPoolExecutor
-
-    return ThreadPoolExecutor(1, thread_name_prefix="stabsim-phi")
-
-
 def _phi_np(phi, m):
-    """phi(m), phi'(m) for the smooth phi (numpy); long vectors on two threads."""
-    if m.size < PHI_SPLIT_FROM:
-        return _phi_np_one(phi, m)
-    h = m.size // 2
-    val, der = np.empty(m.size), np.empty(m.size)
-
-    def second_half():
-        val[h:], der[h:] = _phi_np_one(phi, m[h:])
-
-    done = _helper_thread().submit(second_half)
-    val[:h], der[:h] = _phi_np_one(phi, m[:h])
-    done.result()
-    return val, der
-
-
-def _phi_np_one(phi, m):
+    """phi(m), phi'(m) for the smooth phi (numpy)."""
     from ..losses import LOGISTIC, SQUARED
 
     if phi == LOGISTIC:
