@@ -141,4 +141,3 @@ def test_figure_reproduction(out):
     assert (out / "p3_fig3" / "figures" / "fig3.png").is_file()
     text = (out / "p3_fig3" / "summary.md").read_text()
     assert "Summary table" in text and "hepatitis" in text and "breast_cancer" in text
-
