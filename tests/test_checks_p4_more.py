@@ -261,3 +261,27 @@ def test_fig2_error_falls_with_eps(tmp_path):
     t = xr.open_dataset(d / "data.nc")["test"].mean("replicate").sel(kappa=0.0)
     assert float(t.sel(eps=0.0)) < float(t.sel(eps=6.0)) < float(t.sel(eps=1.5))
     assert (d / "figures" / "p4_fig2.png").is_file()
+
+
+def test_eps_cells_reuse_the_data_sets_and_give_the_same_numbers(tmp_path, monkeypatch):
+    """The eps cells of one kappa draw the same data sets: drawn once, kept for the later cells,
+    dropped after the last; the data.nc equals drawing them for every cell."""
+    import xarray as xr
+
+    from stabsim.experiments import p4_reproduction as p4r
+    from stabsim.synthetic import Problem
+
+    text = FIG2.replace("kappa = [0.0]", "kappa = [0.0, 0.1]").replace("replicates = 16\nchunk = 16",
+                                                                       "replicates = 6\nchunk = 3")
+    calls = []
+    draw = Problem.sample_replicates
+    monkeypatch.setattr(Problem, "sample_replicates", lambda self, *a: calls.append(a[2].tolist()) or draw(self, *a))
+    res = run_study(parse_study(text), tmp_path / "kept", progress=False)
+    assert len(calls) == 2 * 2                 # 2 kappas x 2 chunks, not x 3 eps cells
+    assert p4r._KEPT == {}                     # nothing held after the last cell
+    monkeypatch.setattr(p4r, "_later_cell_draws_the_same", lambda spec, cell: False)
+    again = run_study(parse_study(text), tmp_path / "drawn", progress=False)
+    assert len(calls) == 4 + 2 * 3 * 2
+    a, b = xr.open_dataset(res.data_path), xr.open_dataset(again.data_path)
+    for name in a.data_vars:
+        np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)

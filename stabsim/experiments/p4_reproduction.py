@@ -62,6 +62,35 @@ def _validate(spec):
             raise StudyError(f"p4_figure: cell {cell.coords}: {e}") from None
 
 
+#: data sets kept for a later cell of the same study (see ``_data_sets``)
+_KEPT: dict = {}
+
+
+def _data_sets(spec, cell, pb, n, seed, reps):
+    """``pb.sample_replicates(n, seed, reps)``, kept in memory while a later cell of the study draws
+    the same data sets, and dropped with the last of them.  The cells of one kappa differ only in
+    eps, and a data set is a function of (problem, n, seed, replicate) alone: the 12 eps cells of
+    Fig. 1 drew the same 500 sets of 5000 points each (about 20 s per study).  Held: one chunk's
+    sets per chunk of a cell (250 x 5000 x 10 doubles, 110 MB with the labels, in the studies);
+    cells run in another order (a resume, a cluster) only draw again."""
+    key = (spec.id, pb.name, pb.d, repr(sorted(pb.params.items())), int(n), int(seed))
+    for k in [k for k in _KEPT if k[:-1] != key]:
+        del _KEPT[k]                        # another study or another data design: not needed again
+    data = _KEPT.pop(key + (reps.tobytes(),), None)
+    if data is None:
+        data = pb.sample_replicates(n, seed, reps)
+    if _later_cell_draws_the_same(spec, cell):
+        _KEPT[key + (reps.tobytes(),)] = data
+    return data
+
+
+def _later_cell_draws_the_same(spec, cell) -> bool:
+    cells = [c.coords for c in spec.cells()]
+    data = spec.cell_params(cell)["data"]
+    later = cells[cells.index(cell) + 1:] if cell in cells else []
+    return any(spec.cell_params(c)["data"] == data for c in later)
+
+
 def _metric(name, W, X, y):
     """Per row of W: the mean squared error (x.w - y)^2 or the misclassification rate (y x.w <= 0) on (X, y)."""
     S = W @ X.T  # (R, m)
@@ -83,7 +112,7 @@ def p4_figure_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
     seed = spec.seed if d["seed"] is None else d["seed"]
     reps = np.asarray(replicates, dtype=np.int64)
     if d["per_replicate"]:
-        X, y = pb.sample_replicates(d["n"], seed, reps)
+        X, y = _data_sets(spec, cell, pb, d["n"], seed, reps)
     else:
         X, y = pb.sample(d["n"], seed, 0)
     ds = run_twin(X, y, algorithm="p4_alg1", loss=a["loss"], constraint=a["constraint"], eta=float(a["eta"]),
