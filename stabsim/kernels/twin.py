@@ -464,7 +464,7 @@ def build_replicate(KIND, POLL, SPEC=None):
         lsum = 0.0
         lrsum = 0.0
         l2sum = 0.0
-        ci = 0
+        ci = np.int64(0)   # not a literal: one compilation of _record, not two
         ia = hist[0]   # fast kinds: the step's indices (ib = -1 for a point)
         ib = -1
         ya = Ys[ia]    # and their labels on S
