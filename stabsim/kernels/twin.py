@@ -457,7 +457,7 @@ def build_replicate(KIND, POLL, SPEC=None):
         pend0 = 0.0     # lags 1, 2: weight not yet added to acc (see below)
         pend1 = 0.0
         _first_draws(schedule, key_i, s, seq, n, hist)
-        if use_stats:
+        if not FAST and use_stats:   # only ALL_PREV (a GENERAL schedule) keeps class statistics
             for run in range(2):
                 stats_add(stats[run], Xs, Ys, _rowid(hist[0], run == 1, k, krow))
         wsum = 0.0
