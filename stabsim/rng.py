@@ -138,16 +138,18 @@ def fill(key, start: int, out: np.ndarray, gaussian: bool) -> None:
 
 def key(seed: int, replicate: int, stream: int) -> np.uint64:
     """``stream_key`` with argument checking, for Python callers."""
-    if int(seed) < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return np.uint64(stream_key(np.int64(seed), np.int64(replicate), np.int64(stream)))
+    return np.uint64(stream_key(_seed(seed), np.int64(replicate), np.int64(stream)))
 
 
 def keys(seed: int, replicates: np.ndarray, stream: int) -> np.ndarray:
     """``key`` of each replicate id (uint64 array), in one compiled loop."""
+    return _stream_keys(_seed(seed), np.asarray(replicates, dtype=np.int64), np.int64(stream))
+
+
+def _seed(seed: int) -> np.int64:
     if int(seed) < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-    return _stream_keys(np.int64(seed), np.asarray(replicates, dtype=np.int64), np.int64(stream))
+    return np.int64(seed)
 
 
 @njit(cache=True)

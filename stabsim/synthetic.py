@@ -63,11 +63,6 @@ def _ball(st: _Stream, m: int, dim: int, radius: float) -> np.ndarray:
     return g * (radius * st.uniform(m) ** (1.0 / dim))[:, None]
 
 
-def _sphere(st: _Stream, m: int, dim: int) -> np.ndarray:
-    g = st.normal((m, dim))
-    return g / np.linalg.norm(g, axis=1, keepdims=True)
-
-
 @dataclass
 class Problem:
     """A data distribution: ``sample(n, seed, replicate) -> (X, y)`` plus what is known of it.

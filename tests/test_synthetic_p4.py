@@ -13,7 +13,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from stabsim import synthetic
-from stabsim.synthetic import _Stream, _sphere, make_problem
+from stabsim.synthetic import _Stream, make_problem
+
+
+def _sphere(st, m, dim):
+    g = st.normal((m, dim))
+    return g / np.linalg.norm(g, axis=1, keepdims=True)
 
 
 def _sample_p4_all_drawn(pb, n, stream):

@@ -73,22 +73,25 @@ def _data_sets(spec, cell, pb, n, seed, reps):
     Fig. 1 drew the same 500 sets of 5000 points each (about 20 s per study).  Held: one chunk's
     sets per chunk of a cell (250 x 5000 x 10 doubles, 110 MB with the labels, in the studies);
     cells run in another order (a resume, a cluster) only draw again."""
-    key = (spec.id, pb.name, pb.d, repr(sorted(pb.params.items())), int(n), int(seed))
-    for k in [k for k in _KEPT if k[:-1] != key]:
+    design = (spec.id, pb.name, pb.d, repr(sorted(pb.params.items())), int(n), int(seed))
+    for k in [k for k in _KEPT if k[:-1] != design]:
         del _KEPT[k]                        # another study or another data design: not needed again
-    data = _KEPT.pop(key + (reps.tobytes(),), None)
+    key = design + (reps.tobytes(),)
+    data = _KEPT.pop(key, None)
     if data is None:
         data = pb.sample_replicates(n, seed, reps)
     if _later_cell_draws_the_same(spec, cell):
-        _KEPT[key + (reps.tobytes(),)] = data
+        _KEPT[key] = data
     return data
 
 
 def _later_cell_draws_the_same(spec, cell) -> bool:
+    """Whether a cell after ``cell`` (coords) has the same [data] section: the same values on the
+    sweep axes that set [data] (the rest of the section is common to every cell)."""
+    data_axes = [a for a, (section, _) in spec.axes.items() if section == "data"]
     cells = [c.coords for c in spec.cells()]
-    data = spec.cell_params(cell)["data"]
     later = cells[cells.index(cell) + 1:] if cell in cells else []
-    return any(spec.cell_params(c)["data"] == data for c in later)
+    return any(all(c[a] == cell[a] for a in data_axes) for c in later)
 
 
 def _metric(name, W, X, y):
