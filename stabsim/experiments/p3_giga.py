@@ -121,17 +121,6 @@ def alpha_for(rule, *, n, L, alpha, alpha_c, burnin_frac):
     return a
 
 
-def _phi_np(phi, m):
-    """phi(m), phi'(m) for the smooth phi (numpy)."""
-    from ..losses import LOGISTIC, SQUARED
-
-    if phi == LOGISTIC:
-        return np.logaddexp(0.0, -m), -0.5 * (1.0 - np.tanh(0.5 * m))   # -1/(1+e^m)
-    if phi == SQUARED:
-        return (1.0 - m) ** 2, -2.0 * (1.0 - m)
-    raise ValueError("regret_minimum supports the logistic and squared phi only (P3 uses logistic)")
-
-
 def regret_minimum(Xo, yo, loss, radius, reg=0.0, center=None):
     """min_{||w|| <= radius} sum_{t=2}^n Lhat_t(w, D_t) (+ reg (n-1)/2 ||w - center||^2), P3 Eq. (4).
 
@@ -139,38 +128,29 @@ def regret_minimum(Xo, yo, loss, radius, reg=0.0, center=None):
     Eq. (3).  Linear-margin pairwise losses (``ranking_*``, ``auc_*``) with a smooth phi.
     Returns (value, certificate): ``value`` is the objective at the SLSQP solution w_hat and
     ``certificate`` the Frank-Wolfe gap <g, w_hat> + R ||g|| (g the gradient at w_hat), a
-    proven bound on value - min (the objective is convex).
+    proven bound on value - min (the objective is convex).  The objective and its gradient are
+    streamed over the pairs (``stabsim.kernels.regret_objective``): memory O(n d).
     """
     from scipy.optimize import minimize
 
-    from ..losses import AUC, RANKING, get_loss
+    from ..kernels.regret_objective import regret_objective
+    from ..losses import AUC, LOGISTIC, RANKING, SQUARED, get_loss
 
     lossf = get_loss(loss)
     if lossf.form not in (AUC, RANKING):
         raise ValueError(f"regret_minimum handles the ranking_* / auc_* losses, got {loss!r}")
-    Xo, yo = np.asarray(Xo, float), np.asarray(yo, float)
+    if lossf.phi not in (LOGISTIC, SQUARED):
+        raise ValueError(f"regret_minimum needs a smooth phi (logistic or squared), got {loss!r}")
+    Xo = np.ascontiguousarray(Xo, dtype=float)
+    yo = np.ascontiguousarray(yo, dtype=float)
     n, d = Xo.shape
-    ti, ii = np.tril_indices(n, -1)            # pairs (t, i), i < t (0-based); t - 1 previous points
-    c = yo[ti] - yo[ii]
-    if lossf.form == AUC:
-        c = 0.5 * c
-    wt = 1.0 / ti.astype(float)
-    zero = c == 0.0
-    const = 0.0
-    if lossf.form == RANKING:                  # same-label ranking pairs: phi(0), no gradient
-        const = float(wt[zero].sum() * _phi_np(lossf.phi, np.zeros(1))[0][0])
-    keep = ~zero
-    U = c[keep, None] * (Xo[ti[keep]] - Xo[ii[keep]])
-    wk = wt[keep]
-    del ti, ii, c, wt
-    cen = np.zeros(d) if center is None else np.asarray(center, float)
+    cen = np.zeros(d) if center is None else np.ascontiguousarray(center, dtype=float)
     lam = float(reg) * (n - 1)
+    row_val, row_grad = np.zeros(n), np.zeros((n, d))
 
     def f(w):
-        val, der = _phi_np(lossf.phi, U @ w)
-        e = w - cen
-        return (const + float(wk @ val) + 0.5 * lam * float(e @ e),
-                U.T @ (wk * der) + lam * e)
+        return regret_objective(Xo, yo, np.ascontiguousarray(w, dtype=float), cen, lam,
+                                lossf.form == RANKING, lossf.phi, row_val, row_grad)
 
     R = float(radius)
     cons = {"type": "ineq", "fun": lambda w: R * R - w @ w, "jac": lambda w: -2.0 * w}
