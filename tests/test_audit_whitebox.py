@@ -176,3 +176,18 @@ def test_cli_worst_case_design_and_exit_status_4_when_the_accountant_is_exceeded
         assert rec["threat_model"] == "every_iterate" and rec["gdp_exact"] and rec["gdp"]["mu_lower"] > 0
         monkeypatch.setattr(ar, "accountant_epsilon_for", lambda record, noise_scale=1.0: (1e-3, 1e-3, "fake"))
         assert ar.main(args) == 4
+
+
+def test_every_iterate_scores_do_not_depend_on_the_chunking(monkeypatch):
+    """The recorded paths are processed in chunks of replicates (memory); each replicate's ratio is its
+    own computation, so one replicate per chunk and all of them in one chunk give the same numbers."""
+    from stabsim.privacy import audit_runner
+
+    d = worst_case_design("p4_alg1", n=20, T=50)
+    args = dict(eps=10.0, delta=1e-5, replicates=np.arange(7), canary=d.canary, **d.kwargs)
+    one_chunk = audit_runner.audit_scores("p4_alg1", d.X, d.y, **args)
+    default = audit_runner._every_iterate_scores.__defaults__
+    monkeypatch.setattr(audit_runner._every_iterate_scores, "__defaults__", (1,))   # chunk_bytes: 1 replicate
+    per_replicate = audit_runner.audit_scores("p4_alg1", d.X, d.y, **args)
+    assert default == (2 ** 25,) and one_chunk.threat_model == "every_iterate"
+    assert np.array_equal(one_chunk.s0, per_replicate.s0) and np.array_equal(one_chunk.s1, per_replicate.s1)

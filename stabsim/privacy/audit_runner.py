@@ -272,9 +272,12 @@ def _whitebox_ok(algorithm, kw):
     return None
 
 
-def _every_iterate_scores(algorithm, record, X, y, canary, lossf, kw, ids, seed, w0, chunk_bytes=2 ** 27):
+def _every_iterate_scores(algorithm, record, X, y, canary, lossf, kw, ids, seed, w0, chunk_bytes=2 ** 25):
     """Path log-likelihood ratios (stabsim.privacy.audit_whitebox) of the runs on S and on S'
-    for the replicate ids ``ids`` (chunked so the recorded paths stay under ``chunk_bytes``)."""
+    for the replicate ids ``ids``, in chunks of replicates whose record (every iterate of both
+    runs and the per-step statistics) stays under ``chunk_bytes`` (32 MiB: the P4 audits' peak
+    memory; each replicate's ratio is computed alone, so the chunking changes no number)."""
+    from ..kernels.twin import N_REC
     from ..twin import run_twin
     from .audit_whitebox import path_log_lr
 
@@ -285,18 +288,18 @@ def _every_iterate_scores(algorithm, record, X, y, canary, lossf, kw, ids, seed,
     X1, y1 = X.copy(), y.copy()
     X1[k], y1[k] = xk, yk
     p = X.shape[1]
-    per = max(1, int(chunk_bytes // (T * 2 * p * 8)))
+    per = max(1, int(chunk_bytes // (T * (2 * p + N_REC) * 8)))
     s0, s1 = np.empty(len(ids)), np.empty(len(ids))
     common = dict(eta=eta, sigma=sigma, lossf=lossf, X=X, y=y, X1=X1, y1=y1, full_batch=algorithm == "p2_alg1")
     for a in range(0, len(ids), per):
         part = slice(a, min(len(ids), a + per))
-        ds = run_twin(X, y, algorithm=algorithm, loss=lossf.name, constraint="none", eta=eta, T=T,
-                      replicates=ids[part], seed=seed, neighbour=canary.neighbour,
-                      checkpoints=np.arange(1, T + 1), record_outputs=True, w0=w0, sigma=sigma,
-                      independent_noise=True, output="last", progress=False)
-        O = ds["output"].values                          # (replicate, t, run, param): w_t
-        s0[part] = path_log_lr(O[:, :, 0], w0, **common)
+        O = run_twin(X, y, algorithm=algorithm, loss=lossf.name, constraint="none", eta=eta, T=T,
+                     replicates=ids[part], seed=seed, neighbour=canary.neighbour,
+                     checkpoints=np.arange(1, T + 1), record_outputs=True, w0=w0, sigma=sigma,
+                     independent_noise=True, output="last", progress=False, raw=True).outs
+        s0[part] = path_log_lr(O[:, :, 0], w0, **common)          # O: (replicate, t, run, param), w_t
         s1[part] = path_log_lr(O[:, :, 1], w0, **common)
+        del O
     return s0, s1, ("path log-likelihood ratio of S' against S from every iterate (white box: "
                     "w_0..w_T seen, sampled indices and noise secret)")
 
