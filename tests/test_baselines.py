@@ -239,3 +239,31 @@ def test_bad_study_values():
         parse_study(base.format(r=5, extra="passes = {usps = 3}"))
     with pytest.raises(StudyError, match="eta_grid"):
         parse_study(base.format(r=5, extra="eta_grid = []"))
+
+
+def test_tuning_on_several_threads_changes_no_number(tmp_path):
+    """The tuning runs of a cell run on numba's threads at once (p1_table1_cell); every number but the
+    measured CPU time is the same as with one thread."""
+    import numba
+    import xarray as xr
+
+    from stabsim.study import parse_study, run_study
+
+    text = ('[study]\nkind = "p1_table1"\ncheck = "p1_table1"\nseed = 4\nreplicates = 5\n[data]\ndataset = "diabetes"\n'
+            '[algorithm]\nmethod = "olp"\npasses = 1\ncv_passes = 0.5\neta_grid = [0.1, 1.0, 10.0]\ncheckpoints = 3\n')
+    before = numba.get_num_threads()
+    out = {}
+    try:
+        for k in sorted({1, numba.config.NUMBA_NUM_THREADS}):
+            numba.set_num_threads(k)
+            res = run_study(parse_study(text, path=f"t{k}.toml"), tmp_path / str(k), progress=False)
+            with xr.open_dataset(res.data_path) as ds:
+                out[k] = ds.drop_vars("cpu").load()
+    finally:
+        numba.set_num_threads(before)
+    first = out[1]
+    for ds in out.values():
+        assert set(ds.data_vars) == set(first.data_vars)
+        for v in first.data_vars:
+            assert np.array_equal(ds[v].values, first[v].values, equal_nan=True), v
+    assert np.unique(first["c_chosen"]).size >= 1 and np.all(np.isfinite(first["cv_auc"]))

@@ -116,7 +116,7 @@ def _hinge_pair(w, X, ia, ya, ib, yb, scale, g):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def p1_alg1_steps(X, y, ki, eta, radius, t0, t1, W, F, I):
     """P1 Algorithm 1 (pair i_t with i_{t-1}), steps t0+1..t1.
 
@@ -146,7 +146,7 @@ def p1_alg1_steps(X, y, ki, eta, radius, t0, t1, W, F, I):
         I[0] = i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sgd_pair_steps(X, y, ki, eta, radius, t0, t1, W, F):
     """SGD_pair: (i, j) = pair_ij(ki, t, n) uniform over ordered pairs i != j,
     w_t = Pi_W(w_{t-1} - eta grad f(w_{t-1}; z_i, z_j)).  Output (1/t) sum_{j<t} w_j
@@ -168,7 +168,7 @@ def sgd_pair_steps(X, y, ki, eta, radius, t0, t1, W, F):
         _project_l2(w, radius)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def olp_steps(X, y, ki, kr, eta, radius, s, t0, t1, W, F, I, B):
     """OLP (Kar et al. 2013, Alg. 1) with RS-x buffer updates (Alg. 2), steps t0+1..t1.
 
@@ -216,7 +216,7 @@ def olp_steps(X, y, ki, kr, eta, radius, s, t0, t1, W, F, I, B):
                     buf[c] = i
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def oam_gra_steps(X, y, ki, kr, eta, radius, N, t0, t1, W, F, I, B):
     """OAM_gra (Zhao et al. 2011, Alg. 1 with the gradient update), steps t0+1..t1.
 
@@ -262,7 +262,7 @@ def oam_gra_steps(X, y, ki, kr, eta, radius, N, t0, t1, W, F, I, B):
         F[0] += 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def spauc_steps(X, y, ki, eta, radius, p, t0, t1, W, F, M):
     """SPAUC (square loss, saddle-point form with closed-form a, b, alpha), steps t0+1..t1.
 
