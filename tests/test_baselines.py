@@ -2,7 +2,6 @@
 tests/naive_baselines.py on identical randomness, properties of the buffer rules and of
 SPAUC's gradient, and a tiny end-to-end ``p1_table1`` study."""
 
-import json
 import math
 
 import numpy as np
