@@ -5,8 +5,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from stabsim.experiments.p3_giga import alpha_for, knn_accuracy, regret_minimum, stratified_subset
+from stabsim.experiments.p3_giga import alpha_for, k_nearest, knn_accuracy, regret_minimum, stratified_subset
 from stabsim.cli import main
 
 
@@ -141,3 +143,16 @@ def test_figure_reproduction(out):
     assert (out / "p3_fig3" / "figures" / "fig3.png").is_file()
     text = (out / "p3_fig3" / "summary.md").read_text()
     assert "Summary table" in text and "hepatitis" in text and "breast_cancer" in text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 12), st.integers(1, 4), st.integers(0, 2 ** 32 - 1))
+def test_k_nearest_is_the_stable_sort_prefix(m, n, levels, seed):
+    """k_nearest (knn_accuracy's neighbours) against the full stable sort, with many ties (few distinct
+    values), every k, and rows with a NaN or an infinity."""
+    rs = np.random.default_rng(seed)
+    D = rs.integers(0, levels, size=(m, n)).astype(float)
+    if seed % 5 == 0:
+        D[0, rs.integers(n)] = np.nan if seed % 2 else np.inf
+    for k in range(1, n + 1):
+        np.testing.assert_array_equal(k_nearest(D, k), np.argsort(D, axis=1, kind="stable")[:, :k])

@@ -173,6 +173,30 @@ def regret_minimum(Xo, yo, loss, radius, reg=0.0, center=None):
     return best
 
 
+def k_nearest(D, k):
+    """The columns of the k smallest entries of each row of D, in the order of
+    ``np.argsort(D, axis=1, kind="stable")[:, :k]`` (by value, ties by column), without sorting whole
+    rows: the k-th smallest value v of a row (``np.partition``) splits it into the entries < v (all
+    taken) and the entries == v (taken in column order until k are taken); only those k are sorted.
+    Rows with a NaN fall back to the full sort."""
+    D = np.asarray(D, dtype=float)
+    m, n = D.shape
+    if k >= n or not np.isfinite(D).all():
+        return np.argsort(D, axis=1, kind="stable")[:, :k]
+    v = np.partition(D, k - 1, axis=1)[:, k - 1:k]
+    less = D < v
+    tie = D == v
+    need = k - less.sum(axis=1, keepdims=True)               # >= 1 entries == v per row
+    take = less | tie
+    over = np.nonzero(tie.sum(axis=1) > need[:, 0])[0]        # rows with more ties at v than needed
+    if over.size:
+        t = tie[over]
+        take[over] = less[over] | (t & (np.cumsum(t, axis=1) <= need[over]))
+    cols = np.nonzero(take)[1].reshape(m, k)                 # per row, in column order
+    by_value = np.argsort(np.take_along_axis(D, cols, axis=1), axis=1, kind="stable")
+    return np.take_along_axis(cols, by_value, axis=1)
+
+
 def knn_accuracy(Wmat, Xtr, ytr, Xte, yte, k=3):
     """Test accuracy of the k-NN classifier (majority vote, k odd; ties -> the nearest label)
     under the Mahalanobis distance (x - x')^T M (x - x'), M = the PSD part of sym(Wmat)
@@ -193,7 +217,7 @@ def knn_accuracy(Wmat, Xtr, ytr, Xte, yte, k=3):
         A = Xtr @ Lh, Xte @ Lh
     Ptr, Pte = A
     D = (Pte ** 2).sum(1)[:, None] + (Ptr ** 2).sum(1)[None, :] - 2.0 * Pte @ Ptr.T
-    order = np.argsort(D, axis=1, kind="stable")[:, :k]
+    order = k_nearest(D, k)
     votes = ytr[order].sum(axis=1)
     pred = np.where(votes > 0, 1.0, np.where(votes < 0, -1.0, ytr[order[:, 0]]))
     return float(np.mean(pred == yte))
