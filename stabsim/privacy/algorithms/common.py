@@ -196,12 +196,16 @@ def calibration_record(ds) -> dict:
     return json.loads(ds.attrs["calibration"])
 
 
+def _private_vars(W, Wp, name_note) -> dict:
+    """The variables ``w_priv`` (the released outputs on S and S') and ``dist_priv``."""
+    return {"w_priv": (("replicate", "run", "param"), np.stack([W, Wp], axis=1),
+                       {"long_name": "released output on S and S'", "description": name_note, "units": "1"}),
+            "dist_priv": ("replicate", np.linalg.norm(W - Wp, axis=1),
+                          {"long_name": "||w_priv(S) - w_priv(S')||", "units": "1"})}
+
+
 def _add_private(ds, W, Wp, name_note):
-    ds["w_priv"] = (("replicate", "run", "param"), np.stack([W, Wp], axis=1),
-                    {"long_name": "released output on S and S'", "description": name_note,
-                     "units": "1"})
-    ds["dist_priv"] = ("replicate", np.linalg.norm(W - Wp, axis=1),
-                       {"long_name": "||w_priv(S) - w_priv(S')||", "units": "1"})
+    ds = ds.assign(_private_vars(W, Wp, name_note))      # one merge for both
     if "run" not in ds.coords:
         ds = ds.assign_coords(run=["S", "S'"])
     return ds
