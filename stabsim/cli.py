@@ -53,6 +53,7 @@ from pathlib import Path
 
 from ._signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
 from .backend import BACKENDS
+from .resources import release_freed_memory
 from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
                     study_index, _hint)
 
@@ -208,6 +209,7 @@ def cmd_run(args) -> int:
                 verdicts = ", ".join(f"{x['key']}{' [' + x['label'] + ']' if x.get('label') else ''}: {x['verdict']}"
                                      for x in rec["rows"])
                 print(f"  -> {Path(r.out_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
+            release_freed_memory()   # a long suite otherwise keeps the heap of its largest study
     # default for 'run suite': reports/ beside the output folder (./reports for the default --out out),
     # or --out/reports for a quick run; never over a report of another profile unless --overwrite-report
     raise_if_interrupted()
