@@ -191,23 +191,23 @@ def p1_table1_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
         repeat, fold = int(r) // folds, int(r) % folds
         tr, te = split_indices(spec.seed, repeat, fold, n, folds)
         itr, iva = inner_split(spec.seed, int(r), len(tr), n, dp["cv_fraction"])
-        if not (_both_classes(y[tr][itr]) and _both_classes(y[tr][iva]) and _both_classes(y[te])):
+        if not (_both_classes(y[tr[itr]]) and _both_classes(y[tr[iva]]) and _both_classes(y[te])):
             raise ValueError(f"{name}: a split of replicate {r} lacks a class; use fewer folds")
         parts.append((tr, te, itr, iva))
 
     def tune(k, g):              # one tuning run: its validation AUC
         tr, _, itr, iva = parts[k]
         Tcv = max(2, int(round(cv_passes * len(itr))))
-        trj = run_method(method, X[tr][itr], y[tr][itr], eta=grid[g] / math.sqrt(Tcv), T=Tcv, radius=ap["radius"],
-                         seed=spec.seed, replicate=int(reps[k]), buffer=buf)
-        cv[k, g] = auc(trj.outputs[-1], X[tr][iva], y[tr][iva])
+        trj = run_method(method, X[tr[itr]], y[tr[itr]], eta=grid[g] / math.sqrt(Tcv), T=Tcv,
+                         radius=ap["radius"], seed=spec.seed, replicate=int(reps[k]), buffer=buf)
+        cv[k, g] = auc(trj.outputs[-1], X[tr[iva]], y[tr[iva]])
 
-    outputs = []
     # The tuning runs are independent (each a pure function of its arguments; the kernels release
     # the GIL): on numba's threads at once.  The final runs, whose CPU time is measured, run one at
     # a time afterwards, with nothing else running in this process.
     with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
         list(pool.map(lambda kg: tune(*kg), [(k, g) for k in range(R) for g in range(grid.size)]))
+    outputs = []
     for k, r in enumerate(reps):
         tr = parts[k][0]
         best = int(np.nanargmax(np.where(np.isfinite(cv[k]), cv[k], -np.inf)))
