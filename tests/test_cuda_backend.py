@@ -92,19 +92,27 @@ def test_cuda_backend_agrees_with_the_cpu(case):
     assert gpu.attrs["device"] != "cpu"
 
 
-@pytest.mark.parametrize("case", [CASES[0][1], CASES[4][1]], ids=[CASES[0][0], CASES[4][0]])
-def test_a_specialised_build_gives_the_same_numbers(case, monkeypatch):
+SPECIALISED = {"p1_alg1-hinge-l2": 7, "p4_alg1-shared-noise": 7, "outputs-recorded": 7, "p1_buffer-s3": 6}
+
+
+@pytest.mark.parametrize("case_id", sorted(SPECIALISED))
+def test_a_specialised_build_gives_the_same_numbers(case_id, monkeypatch):
     """``twin_cuda.SPECIALIZE``: the loss form, constraint, noise mode and output rule become
-    compile-time constants of the kernel; the numbers must not change (in the simulator the
-    specialised replicate is compiled for the CPU, so they must be identical there)."""
+    compile-time constants of the kernel, and on a fast kind (p = d <= ``LOCAL_MAX_P``) the
+    dimension too, with the iterates in per-thread arrays (a seventh constant); the numbers must
+    not change (in the simulator the specialised replicate is compiled for the CPU, so they
+    must be identical there)."""
     import stabsim.kernels.twin_cuda as tc
 
+    case = dict(CASES)[case_id]
     monkeypatch.setattr(tc, "SPECIALIZE", True)
     calls = []
     real = tc.cuda_kernel
     monkeypatch.setattr(tc, "cuda_kernel", lambda kind, spec=None: calls.append(spec) or real(kind, spec))
     _assert_agree(_run(case, "cpu"), _run(case, "cuda"))
-    assert calls and all(spec is not None and len(spec) == 6 for spec in calls)
+    assert calls and all(spec is not None and len(spec) == SPECIALISED[case_id] for spec in calls)
+    if SPECIALISED[case_id] == 7:
+        assert all(spec[6] == 3 for spec in calls)   # p = d = 3 (``_data``)
 
 
 def test_the_cases_cover_every_kernel_kind():

@@ -237,7 +237,7 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
 
 @njit(cache=True, inline="always")
 def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, ya0, yb0, a1, b1, ya1, yb1,
-                      eta, nz, nr1, nrm2, mirror):
+                      eta, nz, nr1, nrm2, mirror, d):
     """One step of both runs with a single pair (rows a, b, labels ya, yb; run 0 = S, run 1 =
     S') or point (row a, label ya, b = -1) and a linear margin, in place:
     w = W[run, 1] <- Pi(w - eta (f (x_a - x_b) + noise)), grad f(w) = f (x_a - x_b) (f x_a for
@@ -249,8 +249,10 @@ def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, y
     ``mirror``: S' = S with shared noise: run S' is run S, so its update is skipped (``_record``
     reads run S for both).
 
+    ``d``: the dimension, Xs.shape[1] (an argument so that a specialised GPU build can make it a
+    compile-time constant: its loops are then unrolled and the iterates kept in registers).
+
     Returns (loss of run S at the iterate before the step, whether w changed in S, in S')."""
-    d = Xs.shape[1]
     live0 = True   # same-label AUC pairs have zero loss and gradient: no margin needed
     live1 = True
     if pair and form != RANKING:
@@ -281,21 +283,20 @@ def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, y
             f1 = linear_pair_coef(form, phi, q, dot1, ya1, yb1)[1]
         else:
             f1 = point_coef_from_dot(form, phi, q, dot1, ya1)[1]
-    moved0 = _apply_step(ckind, radius, noisy, pair, W, 0, Xs, a0, b0, f0, eta, nz, 0, nrm2)
-    moved1 = False if mirror else _apply_step(ckind, radius, noisy, pair, W, 1, Xs, a1, b1, f1, eta, nz, nr1, nrm2)
+    moved0 = _apply_step(ckind, radius, noisy, pair, W, 0, Xs, a0, b0, f0, eta, nz, 0, nrm2, d)
+    moved1 = False if mirror else _apply_step(ckind, radius, noisy, pair, W, 1, Xs, a1, b1, f1, eta, nz, nr1, nrm2, d)
     return val0, moved0, moved1
 
 
 @njit(cache=True, inline="always")
-def _apply_step(ckind, radius, noisy, pair, W, run, Xs, a, b, f, eta, nz, nr, nrm2):
+def _apply_step(ckind, radius, noisy, pair, W, run, Xs, a, b, f, eta, nz, nr, nrm2, d):
     """The update of ``_twin_single_step`` for one run, given the gradient coefficient f: the
     same floating-point operations as accumulating the gradient into a zeroed buffer and
     projecting with ``constraints.project``.  The squared norm that the l2 projection needs is
     summed in the update pass, and reused when the iterate did not move (``nrm2[run]``: the
     squared norm of W[run, 1], or -1 if unknown).  When the step leaves w exactly as it was
     (no noise, zero gradient, no active projection) nothing is written.  Returns whether w
-    changed."""
-    d = Xs.shape[1]
+    changed (``d``: Xs.shape[1], as in ``_twin_single_step``)."""
     l2 = ckind == L2 or ckind == FROBENIUS
     s = 0.0
     moved = noisy or f != 0.0
@@ -392,11 +393,12 @@ def build_replicate(KIND, POLL, SPEC=None):
     which the caller provides (nothing is allocated here, so the same code is the body of the
     CPU kernel's ``prange`` loop and a CUDA device function: ``stabsim.kernels.twin_cuda``).
     ``POLL``: poll the ``stop`` flag (the CPU kernel; a CUDA launch is stopped between chunks).
-    ``SPEC``: None, or (form, ckind, noise, lag, has_ref, rec_out) as compile-time constants,
+    ``SPEC``: None, or (form, ckind, noise, lag, has_ref, rec_out[, p]) as compile-time constants,
     which replace those arguments (the caller passes equal ones) so that the compiler drops the
     branches of the other losses, constraints, noise modes and output rules (the GPU's
     ``twin_cuda.SPECIALIZE``: fewer registers per thread); the numbers are those of the call
-    with the same arguments.
+    with the same arguments.  ``p`` (> 0; fast kinds, where p = d): the dimension as a constant,
+    so that the loops over coordinates have a known length (the GPU's per-thread iterates).
 
     Scratch: W (2, 2, p) [run, slot, :] (runs 0 = S, 1 = S'; slots 0 = w_{t-2}, 1 = w_{t-1}),
     g, acc, nz (2, p), dx (max(d, p),), hist (hlen,) int64, A, V (md, md), lam, tmp (md,),
@@ -405,7 +407,8 @@ def build_replicate(KIND, POLL, SPEC=None):
     FAST = KIND != GENERAL
     PAIR = KIND != FAST_POINT
     SPECIALISED = SPEC is not None
-    S_FORM, S_CKIND, S_NOISE, S_LAG, S_REF, S_RECOUT = (0,) * 6 if SPEC is None else tuple(int(v) for v in SPEC)
+    S_FORM, S_CKIND, S_NOISE, S_LAG, S_REF, S_RECOUT, S_P = \
+        (0,) * 7 if SPEC is None else tuple(int(v) for v in SPEC) + (0,) * (7 - len(SPEC))
 
     # parallel=True with no prange: numba's parallel pipeline compiles this body to code about
     # three times faster than the plain pipeline does (P1 Alg. 1, d = 10: 28 against 79 ns per
@@ -421,7 +424,7 @@ def build_replicate(KIND, POLL, SPEC=None):
             lag = S_LAG
             has_ref = S_REF == 1
             rec_out = S_RECOUT == 1
-        p = W0.shape[1]
+        p = W0.shape[1] if S_P == 0 else S_P
         C = ckpts.shape[0]
         noisy = noise != NOISE_NONE
         nr1 = 1 if noise == NOISE_INDEPENDENT else 0   # row of nz holding the noise of S'
@@ -529,7 +532,7 @@ def build_replicate(KIND, POLL, SPEC=None):
                 bp = _rowid(ib, True, k, krow) if PAIR else -1
                 fval, moved0, moved1 = _twin_single_step(
                     form, phi, q, ckind, radius, noisy, PAIR, W, Xs, ia, ib, ya, yb, ap, bp,
-                    ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2, mirror)
+                    ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2, mirror, p)
                 same0 = not moved0
                 same1 = not moved1
             else:
@@ -542,10 +545,12 @@ def build_replicate(KIND, POLL, SPEC=None):
                                   radius, md, eta, noisy, nz, nr1, W, run_s1, g, dx, work, stats, A, V, lam, tmp)
                 same0 = False
                 same1 = mirror
-            if lag == 0:
-                for run in range(1 if mirror else 2):
+            if lag == 0:   # (the runs written out: constant indices, see _run)
+                for c in range(p):
+                    acc[0, c] += om * W[0, 1, c]
+                if not mirror:
                     for c in range(p):
-                        acc[run, c] += om * W[run, 1, c]
+                        acc[1, c] += om * W[1, 1, c]
             if has_ref:
                 if FAST and PAIR:
                     lrsum += _pair(form, phi, q, wref, Xs, Ys, ia, ib, False, k, krow, 0.0, g[0], dx)
@@ -662,13 +667,14 @@ def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lr
     p = W.shape[2]
     dd = 0.0
     for c in range(p):
-        e = W[0, 1, c] - W[r1, 1, c]
+        e = W[0, 1, c] - _run(W, r1, 1, c)
         dd += e * e
     rec[r, ci, 0] = math.sqrt(dd)
     if lag >= 0:
         dd = 0.0
         for c in range(p):
-            e = (_pending_sum(acc[0, c], pend0, W[0, 0, c]) - _pending_sum(acc[r1, c], pend1, W[r1, 0, c])) / wsum
+            e = (_pending_sum(acc[0, c], pend0, W[0, 0, c])
+                 - _pending_sum(_run_acc(acc, r1, c), pend1, _run(W, r1, 0, c))) / wsum
             dd += e * e
         rec[r, ci, 1] = math.sqrt(dd)
     else:
@@ -679,7 +685,21 @@ def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lr
     if rec_out:
         for c in range(p):
             outs[r, ci, 0, c] = _pending_sum(acc[0, c], pend0, W[0, 0, c]) / wsum if lag >= 0 else W[0, 1, c]
-            outs[r, ci, 1, c] = _pending_sum(acc[r1, c], pend1, W[r1, 0, c]) / wsum if lag >= 0 else W[r1, 1, c]
+            outs[r, ci, 1, c] = (_pending_sum(_run_acc(acc, r1, c), pend1, _run(W, r1, 0, c)) / wsum if lag >= 0
+                                 else _run(W, r1, 1, c))
+
+
+@njit(cache=True, inline="always")
+def _run(W, r1, slot, c):
+    """W[r1, slot, c] with r1 in {0, 1}, read with constant indices: a GPU build keeps arrays in
+    registers only when every index is known at compile time."""
+    return W[1, slot, c] if r1 == 1 else W[0, slot, c]
+
+
+@njit(cache=True, inline="always")
+def _run_acc(acc, r1, c):
+    """acc[r1, c] with constant indices (see _run)."""
+    return acc[1, c] if r1 == 1 else acc[0, c]
 
 
 @njit(cache=True, inline="always")

@@ -30,9 +30,10 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from numba import float64
 
 from ..backend import cuda_module, simulator_enabled
-from .twin import N_REC, build_replicate, call_setup, twin_layout
+from .twin import GENERAL, N_REC, build_replicate, call_setup, twin_layout
 
 # imported here, not on ``import stabsim`` (this module is imported only when a GPU run is asked
 # for); a module global, as numba's simulator expects of the ``cuda`` a kernel refers to
@@ -51,6 +52,12 @@ MAX_REGISTERS = None
 #: compilation per configuration for fewer registers per thread (ptxas at sm_90, P1 Alg. 1 with
 #: the hinge loss on an l2 ball: see docs/gpu.md), and its speed is not yet measured on a GPU.
 SPECIALIZE = False
+#: in a specialised build of a fast kind (P1 Alg. 1/2, SGD_pair, P4 Alg. 1: p = d) with p at most
+#: this, a thread keeps its replicate's iterates, output sums, noise and norms in per-thread arrays
+#: of compile-time size (``cuda.local.array``) instead of global scratch: with the dimension a
+#: constant the coordinate loops unroll and the compiler can hold the arrays in registers.
+#: 0 turns it off.
+LOCAL_MAX_P = 32
 #: replicates per launch in numba's CUDA simulator (it runs each simulated thread as a Python thread)
 SIMULATOR_CHUNK = 64
 
@@ -58,13 +65,17 @@ SIMULATOR_CHUNK = 64
 @lru_cache(maxsize=None)
 def cuda_kernel(kind: int, spec: tuple | None = None):
     """The CUDA kernel of one kind (compiled for the GPU on its first launch); ``spec``: the
-    constants of a specialised build (``SPECIALIZE``)."""
+    constants of a specialised build (``SPECIALIZE``); a seventh entry p > 0 builds the kernel
+    with per-thread iterates of that size (``LOCAL_MAX_P``)."""
     replicate = build_replicate(kind, False, spec)
     if simulator_enabled():
         replicate = _on_simulated_arrays(replicate)
 
     # numba's simulator has no registers (and its jit takes no such option)
     options = {} if MAX_REGISTERS is None or simulator_enabled() else {"max_registers": int(MAX_REGISTERS)}
+    P = 0 if spec is None or len(spec) < 7 else int(spec[6])
+    if P > 0:
+        return _local_kernel(replicate, P, options)
 
     @cuda.jit(**options)
     def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
@@ -77,6 +88,31 @@ def cuda_kernel(kind: int, spec: tuple | None = None):
                       stop, n, use_stats, Wb[:, :, :, r], gb[:, :, r], accb[:, :, r], nzb[:, :, r], dxb[:, r],
                       histb[:, r], Ab[:, :, r], Vb[:, :, r], lamb[:, r], tmpb[:, r], workb[:, r],
                       statsb[:, :, :, r], nrm2b[:, r])
+
+    return kernel
+
+
+def _local_kernel(replicate, P, options):
+    """The kernel with the replicate's iterates (W), gradient (g), output sums (acc), noise (nz),
+    work vector (dx) and squared norms (nrm2) in per-thread arrays of the compile-time size P
+    (p = d = P); the other scratch is global, as in ``cuda_kernel``, whose arguments it takes
+    (the global W, g, acc, nz, dx, nrm2 are then unused)."""
+    @cuda.jit(**options)
+    def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+               T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+               stop, n, use_stats, Wb, gb, accb, nzb, dxb, histb, Ab, Vb, lamb, tmpb, workb, statsb, nrm2b):
+        r = cuda.grid(1)
+        if r < W0.shape[0]:
+            W = cuda.local.array((2, 2, P), float64)
+            g = cuda.local.array((2, P), float64)
+            acc = cuda.local.array((2, P), float64)
+            nz = cuda.local.array((2, P), float64)
+            dx = cuda.local.array(P, float64)
+            nrm2 = cuda.local.array(2, float64)
+            replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+                      T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
+                      stop, n, use_stats, W, g, acc, nz, dx, histb[:, r], Ab[:, :, r], Vb[:, :, r], lamb[:, r],
+                      tmpb[:, r], workb[:, r], statsb[:, :, :, r], nrm2)
 
     return kernel
 
@@ -144,8 +180,11 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
     per = bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows)
     size = max_chunk(per) if chunk is None else max(1, int(chunk))
     size = min(size, R)
-    spec = (int(form), int(ckind), int(noise), int(avg_lag), int(bool(has_ref)), int(bool(rec_out))) \
-        if SPECIALIZE else None
+    spec = None
+    if SPECIALIZE:
+        spec = (int(form), int(ckind), int(noise), int(avg_lag), int(bool(has_ref)), int(bool(rec_out)))
+        if kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P:
+            spec += (int(p),)
     kernel = cuda_kernel(kk, spec)
     shared = {name: cuda.to_device(np.ascontiguousarray(a)) for name, a in
               (("etas", etas), ("omegas", omegas), ("wref", wref), ("ckpts", ckpts), ("stop", np.zeros(1, i64)))}
