@@ -179,10 +179,11 @@ def markdown(res: dict) -> str:
                  f"dist_output {a['dist_output']:.1e}, loss_path {a['loss_path']:.1e}")
     if res.get("tune"):
         L += ["", "Knobs of the CUDA kernel, P1 Alg. 1 (`--tune`; kernel ns per replicate-step):", "",
-              "| specialised | max registers | threads per block | R | kernel ns | registers used |",
-              "|---|---|---|---|---|---|"]
+              "| specialised | per-thread iterates | max registers | threads per block | R | kernel ns | registers used |",
+              "|---|---|---|---|---|---|---|"]
         for row in res["tune"]:
-            L.append(f"| {'yes' if row.get('specialized') else 'no'} | {row['max_registers'] or 'ptxas'} | "
+            L.append(f"| {'yes' if row.get('specialized') else 'no'} | {'yes' if row.get('local_max_p') else 'no'} | "
+                     f"{row['max_registers'] or 'ptxas'} | "
                      f"{row['threads_per_block']} | {row['R']:,} | {row['kernel_ns']:.4f} | {row['registers']} |")
     L += ["", "Targets (P1 Alg. 1, d = 10, R >= 65,536):", ""]
     for t in res["targets"]:
@@ -217,13 +218,14 @@ def main(argv=None) -> dict:
     ap.add_argument("--jax-replicates", type=int, nargs="+", default=[65536])
     ap.add_argument("--check-replicates", type=int, default=4096)
     ap.add_argument("--jax-python", default=None, help="a Python with jax (GPU build) for the comparator")
-    ap.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=list(WORKLOADS))
+    ap.add_argument("--workloads", nargs="*", default=list(WORKLOADS), choices=list(WORKLOADS),
+                    help="(none: only --tune)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--out", default=str(HERE / "results_gpu.json"))
     ap.add_argument("--results", default=str(HERE / "RESULTS.md"), help="markdown file whose GPU section is replaced")
     ap.add_argument("--tune", type=int, default=0, metavar="R",
                     help="also time P1 Alg. 1 at R replicates for the rows of TUNE_ROWS (specialised build, "
-                         "register cap, threads per block)")
+                         "per-thread iterates, register cap, threads per block), before the workloads")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes (numba's CUDA simulator); writes nothing "
                     "unless --out / --results are given explicitly")
     args = ap.parse_args(argv)
@@ -243,6 +245,13 @@ def main(argv=None) -> dict:
         if not args.smoke or "--results" in given:
             write_section(Path(args.results), markdown(res))
 
+    if args.tune:
+        res["tune"] = []
+        for spec, local, maxreg, tpb in TUNE_ROWS:
+            row = tune(args.tune, maxreg, tpb, args.repeat, T=T, specialize=spec, local_max_p=local)
+            res["tune"].append(row)
+            print("tune", json.dumps(row, default=float), flush=True)
+            save()
     for name in args.workloads:
         big = [R for R in args.replicates if name != "p2_alg1" or R <= 65536]
         r = {"gpu": [best(name, R, "cuda", args.repeat, T=T) for R in big],
@@ -253,32 +262,28 @@ def main(argv=None) -> dict:
         res["workloads"][name] = r
         print(name, json.dumps(r, default=float), flush=True)
         save()
-    if args.tune:
-        res["tune"] = []
-        for spec, maxreg, tpb in TUNE_ROWS:
-            row = tune(args.tune, maxreg, tpb, args.repeat, T=T, specialize=spec)
-            res["tune"].append(row)
-            print("tune", json.dumps(row, default=float), flush=True)
-            save()
     save()
     print("\n".join(res["targets"]))
     return res
 
 
-#: (specialised build, register cap, threads per block), the most telling first (the section is
-#: saved after each row, so a run cut short keeps them)
-TUNE_ROWS = [(False, None, 128), (True, None, 128), (True, None, 256), (True, 96, 128), (True, 64, 128),
-             (False, 128, 128), (False, 96, 128), (False, 64, 128), (False, None, 64), (False, None, 256)]
+#: (specialised build, LOCAL_MAX_P: per-thread iterates up to that p, register cap, threads per
+#: block), the most telling first (the section is saved after each row, so a run cut short keeps
+#: them).  The first row is the general build, the kernel before specialised builds existed.
+TUNE_ROWS = [(False, 0, None, 128), (True, 0, None, 128), (True, 32, None, 128), (True, 32, None, 64),
+             (True, 32, 168, 128), (True, 32, 128, 128), (True, 0, 96, 128), (True, 32, None, 256)]
 
 
-def tune(R: int, maxreg, tpb: int, repeat: int, T=None, specialize=False) -> dict:
-    """P1 Alg. 1 on the GPU at R replicates with a register cap, a block size and with or
-    without the specialised build (the knobs of ``stabsim.kernels.twin_cuda``); restores the
-    defaults afterwards."""
-    saved = twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK, twin_cuda.SPECIALIZE
+def tune(R: int, maxreg, tpb: int, repeat: int, T=None, specialize=False, local_max_p=0) -> dict:
+    """P1 Alg. 1 on the GPU at R replicates with a register cap, a block size, with or without
+    the specialised build and its per-thread iterates (the knobs of
+    ``stabsim.kernels.twin_cuda``); restores the defaults afterwards."""
+    knobs = ("MAX_REGISTERS", "THREADS_PER_BLOCK", "SPECIALIZE", "LOCAL_MAX_P")
+    saved = [getattr(twin_cuda, k) for k in knobs]
     build = twin_cuda.cuda_kernel
     built = []
-    twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK, twin_cuda.SPECIALIZE = maxreg, tpb, specialize
+    for k, v in zip(knobs, (maxreg, tpb, specialize, local_max_p)):
+        setattr(twin_cuda, k, v)
     twin_cuda.cuda_kernel = lambda kind, spec=None: built.append(build(kind, spec)) or built[-1]
     build.cache_clear()
     try:
@@ -289,10 +294,12 @@ def tune(R: int, maxreg, tpb: int, repeat: int, T=None, specialize=False) -> dic
         except Exception:   # the simulator has no registers
             regs = "-"
     finally:
-        twin_cuda.MAX_REGISTERS, twin_cuda.THREADS_PER_BLOCK, twin_cuda.SPECIALIZE = saved
+        for k, v in zip(knobs, saved):
+            setattr(twin_cuda, k, v)
         twin_cuda.cuda_kernel = build
         build.cache_clear()
-    row.update(specialized=specialize, max_registers=maxreg, threads_per_block=tpb, registers=str(regs))
+    row.update(specialized=specialize, local_max_p=local_max_p, max_registers=maxreg, threads_per_block=tpb,
+               registers=str(regs))
     return row
 
 

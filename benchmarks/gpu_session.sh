@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
 # The GPU backend's checks on a machine with an NVIDIA GPU, in one go (docs/gpu.md, "On a GPU"):
 #
-#   1. the CUDA tests on the device (every kernel kind agrees with the CPU to GPU_RTOL, with the
-#      same replaced indices);
-#   2. the quick suite with --backend cuda (its verdicts and data.nc are compared with a CPU run
-#      afterwards, on any machine: benchmarks/compare_suites.py);
-#   3. benchmarks/bench_gpu.py (ns per replicate-step against the CPU on all cores and JAX, and
-#      the kernel's knobs with --tune), alone, after 1 and 2, so that nothing else runs beside it.
+#   1. benchmarks/bench_gpu.py --tune: P1 Alg. 1 with each build of the kernel (general,
+#      specialised, per-thread iterates, register caps, block sizes), beside
+#   2. the CUDA tests on the device (every kernel kind agrees with the CPU to GPU_RTOL, with the
+#      same replaced indices; the specialised builds too);
+#   3. optionally (SUITE_S > 0) the quick suite with --backend cuda (compare its verdicts and
+#      data.nc with a CPU run afterwards, on any machine: benchmarks/compare_suites.py);
+#   4. benchmarks/bench_gpu.py on the workloads (ns per replicate-step against the CPU on all
+#      cores and JAX), alone, so that nothing else competes with its CPU and JAX rows.
 #
-# 1 and 2 run side by side: both spend most of their time compiling on the CPU.  Each step has a
-# time limit (seconds, from the environment) so the whole script ends within about
-# SETUP + max(TESTS_S, SUITE_S) + BENCH_S; what a step finished is kept when the next one is cut.
-#
-# On an H200 with 16 host cores (2026-11-26, docs/gpu.md) 280 s for the tests and 300 s for the
-# suite were too short side by side (22 of 23 tests, 64 of 70 studies): give them 420 s each
-# where the time allows (TESTS_S=420 SUITE_S=420).
+# 1 and 2 run side by side: the tune times GPU kernels (host-device copies included) and
+# compiles on one core, the tests compile on the others.  Each step has a time limit (seconds,
+# from the environment); what a step finished is kept when it is cut (bench_gpu.py saves after
+# every row).
 #
 #   bash benchmarks/gpu_session.sh OUTDIR        (PYTHON, JAX_PYTHON: interpreters; default python3)
 set -u
@@ -30,7 +29,7 @@ stamp() { echo "[$(( $(date +%s) - t0 )) s] $*" | tee -a "$OUT/steps.log"; }
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
   echo "cpu cores: $(nproc)"
-  "$PY" - <<'EOF'
+  "$PY" - <<'PYEOF'
 import importlib, sys
 print("python", sys.version.split()[0])
 for name in ("numpy", "numba", "llvmlite", "numba_cuda", "jax", "xarray", "dask", "distributed", "h5netcdf",
@@ -40,30 +39,38 @@ for name in ("numpy", "numba", "llvmlite", "numba_cuda", "jax", "xarray", "dask"
         print(name, getattr(m, "__version__", "?"))
     except Exception as exc:
         print(name, "MISSING", type(exc).__name__, exc)
-EOF
+PYEOF
 } > "$OUT/env.txt" 2>&1
 stamp "environment recorded"
 
-stamp "suite and tests start"
-( timeout "${SUITE_S:-300}" "$PY" -m stabsim.cli run suite --quick --backend cuda --no-progress \
-      --out "$WORK/quick_cuda" > "$OUT/suite.log" 2>&1
-  echo "exit $?" >> "$OUT/suite.log" ) &
-suite=$!
-# (the offline PTX compile test is left out: on a GPU every kind compiles for the device itself)
-STABSIM_TEST_GPU=1 STABSIM_NO_WARMUP=1 timeout "${TESTS_S:-280}" "$PY" -m pytest -p no:cacheprovider -rA \
-    --durations=15 tests/test_cuda_backend.py tests/test_bench_gpu_script.py \
+( timeout "${TUNE_S:-270}" "$PY" benchmarks/bench_gpu.py --workloads --tune "${TUNE_R:-262144}" --repeat 2 \
+      --out "$OUT/tune.json" --results "$OUT/tune.md" > "$OUT/tune.log" 2>&1
+  echo "exit $?" >> "$OUT/tune.log" ) &
+tune=$!
+# (the offline PTX compile test is left out: on a GPU every kind compiles for the device itself;
+# the bench script's own test is covered by steps 1 and 4)
+STABSIM_TEST_GPU=1 STABSIM_NO_WARMUP=1 timeout "${TESTS_S:-270}" "$PY" -m pytest -p no:cacheprovider -v -rA \
+    --durations=15 tests/test_cuda_backend.py \
     --deselect tests/test_cuda_backend.py::test_every_kind_compiles_for_the_gpu > "$OUT/tests.log" 2>&1
 echo "exit $?" >> "$OUT/tests.log"
 stamp "tests done: $(tail -1 "$OUT/tests.log")"
-wait "$suite"
-stamp "suite done: $(tail -1 "$OUT/suite.log")"
-if [ -d "$WORK/quick_cuda" ]; then   # the numbers and reports, not the figures
-  tar czf "$OUT/quick_cuda.tgz" -C "$WORK" --exclude='*.png' --exclude='*.pdf' quick_cuda
+wait "$tune"
+stamp "tune done: $(tail -1 "$OUT/tune.log")"
+
+if [ "${SUITE_S:-0}" -gt 0 ]; then
+  timeout "$SUITE_S" "$PY" -m stabsim.cli run suite --quick --backend cuda --no-progress \
+      --out "$WORK/quick_cuda" > "$OUT/suite.log" 2>&1
+  echo "exit $?" >> "$OUT/suite.log"
+  stamp "suite done: $(tail -1 "$OUT/suite.log")"
+  if [ -d "$WORK/quick_cuda" ]; then   # the numbers and reports, not the figures
+    tar czf "$OUT/quick_cuda.tgz" -C "$WORK" --exclude='*.png' --exclude='*.pdf' quick_cuda
+  fi
 fi
 
 stamp "benchmark starts"
-timeout "${BENCH_S:-240}" "$PY" benchmarks/bench_gpu.py --jax-python "$JAXPY" \
-    --replicates ${BENCH_R:-4096 65536 262144} --cpu-replicates "${BENCH_CPU_R:-1024}" --repeat 2 \
-    --tune "${TUNE_R:-262144}" --out "$OUT/results_gpu.json" --results "$OUT/gpu_section.md" > "$OUT/bench.log" 2>&1
+timeout "${BENCH_S:-200}" "$PY" benchmarks/bench_gpu.py --jax-python "$JAXPY" \
+    --workloads ${BENCH_W:-p1_alg1 sgd_pair p4_alg1} --replicates ${BENCH_R:-65536 262144} \
+    --cpu-replicates "${BENCH_CPU_R:-1024}" --repeat 2 \
+    --out "$OUT/results_gpu.json" --results "$OUT/gpu_section.md" > "$OUT/bench.log" 2>&1
 echo "exit $?" >> "$OUT/bench.log"
 stamp "benchmark done: $(tail -1 "$OUT/bench.log")"

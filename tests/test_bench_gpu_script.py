@@ -37,10 +37,11 @@ def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
     assert "| p1_alg1 | cuda | 8 |" in text
     # --tune: every register cap x block size, and the kernel's knobs back at their defaults
     import stabsim.kernels.twin_cuda as tc
-    assert [(r["specialized"], r["max_registers"], r["threads_per_block"]) for r in res["tune"]] == bench_gpu.TUNE_ROWS
-    assert tc.MAX_REGISTERS is None and tc.THREADS_PER_BLOCK == 128 and tc.SPECIALIZE is False
+    assert [(r["specialized"], r["local_max_p"], r["max_registers"], r["threads_per_block"])
+            for r in res["tune"]] == bench_gpu.TUNE_ROWS
+    assert tc.MAX_REGISTERS is None and tc.THREADS_PER_BLOCK == 128 and tc.SPECIALIZE is None and tc.LOCAL_MAX_P == 32
     assert tc.cuda_kernel.__wrapped__   # the lru_cache'd builder is back
-    assert "| no | ptxas | 128 | 8 |" in text and "| yes | ptxas | 128 | 8 |" in text
+    assert "| no | no | ptxas | 128 | 8 |" in text and "| yes | yes | ptxas | 128 | 8 |" in text
 
 
 def test_run_all_keeps_the_marked_sections_when_it_rewrites_results(tmp_path):

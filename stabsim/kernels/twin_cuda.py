@@ -48,10 +48,12 @@ THREADS_PER_BLOCK = 128
 MAX_REGISTERS = None
 #: compile one kernel per configuration (loss form, constraint kind, noise mode, output rule,
 #: reference point, recorded outputs) with these as constants (``twin.build_replicate``'s
-#: ``SPEC``), so that NVVM drops the branches a run does not take.  Off by default: it trades a
-#: compilation per configuration for fewer registers per thread (ptxas at sm_90, P1 Alg. 1 with
-#: the hinge loss on an l2 ball: see docs/gpu.md), and its speed is not yet measured on a GPU.
-SPECIALIZE = False
+#: ``SPEC``), so that NVVM drops the branches a run does not take: a compilation per
+#: configuration for fewer registers per thread, and on the fast kinds per-thread iterates
+#: (``LOCAL_MAX_P``).  None (the default): on a GPU, not in numba's simulator, where a
+#: specialised build would only compile the CPU replicate once more per configuration (the
+#: specialised builds are tested there on their own: tests/test_cuda_backend.py).
+SPECIALIZE = None
 #: in a specialised build of a fast kind (P1 Alg. 1/2, SGD_pair, P4 Alg. 1: p = d) with p at most
 #: this, a thread keeps its replicate's iterates, output sums, noise and norms in per-thread arrays
 #: of compile-time size (``cuda.local.array``) instead of global scratch: with the dimension a
@@ -181,7 +183,7 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
     size = max_chunk(per) if chunk is None else max(1, int(chunk))
     size = min(size, R)
     spec = None
-    if SPECIALIZE:
+    if SPECIALIZE or (SPECIALIZE is None and not simulator_enabled()):
         spec = (int(form), int(ckind), int(noise), int(avg_lag), int(bool(has_ref)), int(bool(rec_out)))
         if kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P:
             spec += (int(p),)
