@@ -225,13 +225,13 @@ def test_every_kind_compiles_for_the_gpu(monkeypatch):
     build = tc.cuda_kernel.__wrapped__
 
     class Capture:
-        def __init__(self, kind):
-            self.kernel = build(kind)
-            self.kind = kind
+        def __init__(self, kind, spec=None):
+            self.kernel = build(kind, spec)
+            self.key = (kind, spec)
 
         def __getitem__(self, config):
             def launch(*args):
-                launched[self.kind] = (self.kernel, args)
+                launched[self.key] = (self.kernel, args)
             return launch
 
     monkeypatch.setattr(tc, "cuda_kernel", Capture)
@@ -239,8 +239,10 @@ def test_every_kind_compiles_for_the_gpu(monkeypatch):
         warnings.simplefilter("ignore")
         for _id, kw in CASES:
             _run(kw, "cuda")
-    assert set(launched) == {FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL}
-    for kind, (kernel, args) in launched.items():
+    # not the simulator: the default specialised builds, the fast kinds with per-thread iterates
+    assert {kind for kind, _ in launched} == {FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL}
+    assert all(len(spec) == (6 if kind == GENERAL else 7) for kind, spec in launched)
+    for (kind, _spec), (kernel, args) in launched.items():
         ptx, _ = cuda.compile_ptx(kernel.py_func, tuple(numba.typeof(a) for a in args), cc=(9, 0))
         assert ".visible .entry" in ptx
 
