@@ -15,7 +15,8 @@
 # from the environment); what a step finished is kept when it is cut (bench_gpu.py saves after
 # every row).
 #
-#   bash benchmarks/gpu_session.sh OUTDIR        (PYTHON, JAX_PYTHON: interpreters; default python3)
+#   bash benchmarks/gpu_session.sh OUTDIR        (PYTHON, JAX_PYTHON: interpreters; default python3;
+#                                                 TESTS: the tests to run, in that order)
 set -u
 OUT=${1:?usage: gpu_session.sh OUTDIR}
 mkdir -p "$OUT"
@@ -50,7 +51,7 @@ tune=$!
 # (the offline PTX compile test is left out: on a GPU every kind compiles for the device itself;
 # the bench script's own test is covered by steps 1 and 4)
 STABSIM_TEST_GPU=1 STABSIM_NO_WARMUP=1 timeout "${TESTS_S:-270}" "$PY" -m pytest -p no:cacheprovider -v -rA \
-    --durations=15 tests/test_cuda_backend.py \
+    --durations=15 ${TESTS:-tests/test_cuda_backend.py} \
     --deselect tests/test_cuda_backend.py::test_every_kind_compiles_for_the_gpu > "$OUT/tests.log" 2>&1
 echo "exit $?" >> "$OUT/tests.log"
 stamp "tests done: $(tail -1 "$OUT/tests.log")"

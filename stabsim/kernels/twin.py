@@ -237,7 +237,7 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
 
 @njit(cache=True, inline="always")
 def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, ya0, yb0, a1, b1, ya1, yb1,
-                      eta, nz, nr1, nrm2, mirror, d):
+                      eta, nz, nr1, nrm2, mirror, d, E):
     """One step of both runs with a single pair (rows a, b, labels ya, yb; run 0 = S, run 1 =
     S') or point (row a, label ya, b = -1) and a linear margin, in place:
     w = W[run, 1] <- Pi(w - eta (f (x_a - x_b) + noise)), grad f(w) = f (x_a - x_b) (f x_a for
@@ -252,6 +252,12 @@ def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, y
     ``d``: the dimension, Xs.shape[1] (an argument so that a specialised GPU build can make it a
     compile-time constant: its loops are then unrolled and the iterates kept in registers).
 
+    ``E`` (2, d) scratch: the rows' difference x_a - x_b (x_a for a point) is read from the data
+    once per step, into E[0] (E[1] for S' when its rows differ, i.e. the step touches the
+    replaced example), and both the margins and the updates use it: the same numbers as reading
+    the rows in each loop, with a quarter of the data reads (on a GPU each read is a gather of
+    one row per thread, which bounded the kernel's speed).
+
     Returns (loss of run S at the iterate before the step, whether w changed in S, in S')."""
     live0 = True   # same-label AUC pairs have zero loss and gradient: no margin needed
     live1 = True
@@ -262,14 +268,18 @@ def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, y
         live1 = False
     dot0 = 0.0
     dot1 = 0.0
-    if live0 or live1:
+    same = a1 == a0 and (b1 == b0 or not pair)   # S' reads the rows S reads
+    if live0 or live1 or noisy:   # (noise moves w even with a zero coefficient: E is read then)
         for c in range(d):
-            if pair:
-                dot0 += W[0, 1, c] * (Xs[a0, c] - Xs[b0, c])
-                dot1 += W[1, 1, c] * (Xs[a1, c] - Xs[b1, c])
+            e0 = Xs[a0, c] - Xs[b0, c] if pair else Xs[a0, c]
+            E[0, c] = e0
+            dot0 += W[0, 1, c] * e0
+            if same:
+                dot1 += W[1, 1, c] * e0
             else:
-                dot0 += W[0, 1, c] * Xs[a0, c]
-                dot1 += W[1, 1, c] * Xs[a1, c]
+                e1 = Xs[a1, c] - Xs[b1, c] if pair else Xs[a1, c]
+                E[1, c] = e1
+                dot1 += W[1, 1, c] * e1
     val0 = 0.0
     f0 = 0.0
     f1 = 0.0
@@ -283,26 +293,28 @@ def _twin_single_step(form, phi, q, ckind, radius, noisy, pair, W, Xs, a0, b0, y
             f1 = linear_pair_coef(form, phi, q, dot1, ya1, yb1)[1]
         else:
             f1 = point_coef_from_dot(form, phi, q, dot1, ya1)[1]
-    moved0 = _apply_step(ckind, radius, noisy, pair, W, 0, Xs, a0, b0, f0, eta, nz, 0, nrm2, d)
-    moved1 = False if mirror else _apply_step(ckind, radius, noisy, pair, W, 1, Xs, a1, b1, f1, eta, nz, nr1, nrm2, d)
+    moved0 = _apply_step(ckind, radius, noisy, W, 0, E, 0, f0, eta, nz, 0, nrm2, d)
+    moved1 = False if mirror else _apply_step(ckind, radius, noisy, W, 1, E, 0 if same else 1, f1, eta, nz, nr1,
+                                              nrm2, d)
     return val0, moved0, moved1
 
 
 @njit(cache=True, inline="always")
-def _apply_step(ckind, radius, noisy, pair, W, run, Xs, a, b, f, eta, nz, nr, nrm2, d):
+def _apply_step(ckind, radius, noisy, W, run, E, er, f, eta, nz, nr, nrm2, d):
     """The update of ``_twin_single_step`` for one run, given the gradient coefficient f: the
     same floating-point operations as accumulating the gradient into a zeroed buffer and
     projecting with ``constraints.project``.  The squared norm that the l2 projection needs is
     summed in the update pass, and reused when the iterate did not move (``nrm2[run]``: the
     squared norm of W[run, 1], or -1 if unknown).  When the step leaves w exactly as it was
     (no noise, zero gradient, no active projection) nothing is written.  Returns whether w
-    changed (``d``: Xs.shape[1], as in ``_twin_single_step``)."""
+    changed.  ``E[er]``: the rows' difference (x_a - x_b, or x_a), ``d``: the dimension (see
+    ``_twin_single_step``)."""
     l2 = ckind == L2 or ckind == FROBENIUS
     s = 0.0
     moved = noisy or f != 0.0
     if moved:
         for c in range(d):
-            gc = f * (Xs[a, c] - Xs[b, c]) if pair else f * Xs[a, c]
+            gc = f * E[er, c]
             if noisy:
                 gc += nz[nr, c]
             v = W[run, 1, c] - eta * gc
@@ -401,7 +413,7 @@ def build_replicate(KIND, POLL, SPEC=None):
     so that the loops over coordinates have a known length (the GPU's per-thread iterates).
 
     Scratch: W (2, 2, p) [run, slot, :] (runs 0 = S, 1 = S'; slots 0 = w_{t-2}, 1 = w_{t-1}),
-    g, acc, nz (2, p), dx (max(d, p),), hist (hlen,) int64, A, V (md, md), lam, tmp (md,),
+    g (2, p) (the general path's gradients; the fast kinds' row differences), acc, nz (2, p), dx (max(d, p),), hist (hlen,) int64, A, V (md, md), lam, tmp (md,),
     work (nwork,), stats (2, 2, slen) [run, class, :], nrm2 (2,); sizes from ``twin_layout``.
     Every entry is initialised here, so scratch can be reused from replicate to replicate."""
     FAST = KIND != GENERAL
@@ -532,7 +544,7 @@ def build_replicate(KIND, POLL, SPEC=None):
                 bp = _rowid(ib, True, k, krow) if PAIR else -1
                 fval, moved0, moved1 = _twin_single_step(
                     form, phi, q, ckind, radius, noisy, PAIR, W, Xs, ia, ib, ya, yb, ap, bp,
-                    ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2, mirror, p)
+                    ykrow if ia == k else ya, ykrow if ib == k else yb, eta, nz, nr1, nrm2, mirror, p, g)
                 same0 = not moved0
                 same1 = not moved1
             else:
