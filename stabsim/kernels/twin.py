@@ -314,7 +314,7 @@ def _apply_step(ckind, radius, noisy, W, run, E, er, f, eta, nz, nr, nrm2, d):
     moved = noisy or f != 0.0
     if moved:
         for c in range(d):
-            gc = f * E[er, c]
+            gc = f * _row(E, er, c)
             if noisy:
                 gc += nz[nr, c]
             v = W[run, 1, c] - eta * gc
@@ -686,7 +686,7 @@ def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lr
         dd = 0.0
         for c in range(p):
             e = (_pending_sum(acc[0, c], pend0, W[0, 0, c])
-                 - _pending_sum(_run_acc(acc, r1, c), pend1, _run(W, r1, 0, c))) / wsum
+                 - _pending_sum(_row(acc, r1, c), pend1, _run(W, r1, 0, c))) / wsum
             dd += e * e
         rec[r, ci, 1] = math.sqrt(dd)
     else:
@@ -697,7 +697,7 @@ def _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend1, wsum, lag, lsum, lr
     if rec_out:
         for c in range(p):
             outs[r, ci, 0, c] = _pending_sum(acc[0, c], pend0, W[0, 0, c]) / wsum if lag >= 0 else W[0, 1, c]
-            outs[r, ci, 1, c] = (_pending_sum(_run_acc(acc, r1, c), pend1, _run(W, r1, 0, c)) / wsum if lag >= 0
+            outs[r, ci, 1, c] = (_pending_sum(_row(acc, r1, c), pend1, _run(W, r1, 0, c)) / wsum if lag >= 0
                                  else _run(W, r1, 1, c))
 
 
@@ -709,9 +709,9 @@ def _run(W, r1, slot, c):
 
 
 @njit(cache=True, inline="always")
-def _run_acc(acc, r1, c):
-    """acc[r1, c] with constant indices (see _run)."""
-    return acc[1, c] if r1 == 1 else acc[0, c]
+def _row(a, r1, c):
+    """a[r1, c] with r1 in {0, 1}, read with constant indices (see _run)."""
+    return a[1, c] if r1 == 1 else a[0, c]
 
 
 @njit(cache=True, inline="always")
