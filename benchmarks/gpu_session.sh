@@ -16,7 +16,7 @@
 # every row).
 #
 #   bash benchmarks/gpu_session.sh OUTDIR        (PYTHON, JAX_PYTHON: interpreters; default python3;
-#                                                 TESTS: the tests to run, in that order)
+#                                                 TESTS: the tests to run; TEST_WORKERS: processes)
 set -u
 OUT=${1:?usage: gpu_session.sh OUTDIR}
 mkdir -p "$OUT"
@@ -50,7 +50,10 @@ stamp "environment recorded"
 tune=$!
 # (the offline PTX compile test is left out: on a GPU every kind compiles for the device itself;
 # the bench script's own test is covered by steps 1 and 4)
-STABSIM_TEST_GPU=1 STABSIM_NO_WARMUP=1 timeout "${TESTS_S:-270}" "$PY" -m pytest -p no:cacheprovider -v -rA \
+# one process per test (pytest-xdist, where installed): each test compiles its own GPU kernels
+# (15-25 s each, one core), so on one process the file took longer than its step (session 14)
+XDIST=$("$PY" -c "import xdist" 2>/dev/null && echo "-n ${TEST_WORKERS:-8}")
+STABSIM_TEST_GPU=1 STABSIM_NO_WARMUP=1 timeout "${TESTS_S:-270}" "$PY" -m pytest -p no:cacheprovider -v -rA $XDIST \
     --durations=15 ${TESTS:-tests/test_cuda_backend.py} \
     --deselect tests/test_cuda_backend.py::test_every_kind_compiles_for_the_gpu > "$OUT/tests.log" 2>&1
 echo "exit $?" >> "$OUT/tests.log"

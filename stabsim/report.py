@@ -66,12 +66,20 @@ def collect(out_dir, *, reanalyse: bool = True) -> list[dict]:
 
 def _copy_summary(sdir: Path, study_id: str, reports_dir: Path, errata_base: str | None = None) -> str | None:
     """Copy a study's summary.md and all its figures into ``reports_dir`` (so the report stands
-    on its own, without the ``out/`` folder); return the summary's path relative to it."""
+    on its own, without the ``out/`` folder); return the summary's path relative to it.  A figure
+    left in the report's folder by an earlier run that this run's study no longer draws is
+    removed: a reader would take it for this run's."""
     src = sdir / SUMMARY_FILE
     if not src.is_file():
         return None
     fig_dir = reports_dir / FIGURE_DIR / study_id
-    for png in sorted((sdir / FIGURE_DIR).glob("*.png")):
+    pngs = sorted((sdir / FIGURE_DIR).glob("*.png"))
+    if fig_dir.is_dir():
+        drawn = {png.name for png in pngs}
+        for old in fig_dir.glob("*.png"):
+            if old.name not in drawn:
+                old.unlink()
+    for png in pngs:
         fig_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy2(png, fig_dir / png.name)
     dst = reports_dir / "summaries" / f"{study_id}.md"

@@ -109,6 +109,22 @@ def test_report_writes_the_verdict_table(out):
     assert "## Theorem bounds: best tightness reached" in index
 
 
+def test_report_removes_figures_its_studies_no_longer_draw(out):
+    """A figure an earlier run left in the report's folder (e.g. under a name the study has since
+    changed) is removed when the report is written again; what the study draws is there, and files
+    other than figures are left alone."""
+    reports = out / "reports_stale"
+    assert main(["report", str(out / "out"), "--reports", str(reports)]) == 0
+    fig_dir = reports / "figures" / "p1_thm6a_opt"
+    drawn = sorted(p.name for p in (out / "out" / "p1_thm6a_opt" / "figures").glob("*.png"))
+    assert drawn and sorted(p.name for p in fig_dir.glob("*.png")) == drawn
+    (fig_dir / "thm6a_old_name.png").write_bytes(b"stale")
+    (fig_dir / "notes.txt").write_text("kept")
+    assert main(["report", str(out / "out"), "--reports", str(reports)]) == 0
+    assert sorted(p.name for p in fig_dir.glob("*.png")) == drawn
+    assert (fig_dir / "notes.txt").read_text() == "kept"
+
+
 def _row(verdict, kind="bound", qualifier="", **kw):
     return dict({"verdict": verdict, "check_kind": kind, "qualifier": qualifier, "key": "P1.Thm4.uas",
                  "paper": "P1", "reference": "Theorem 4", "study": "s", "case": "", "tightness_max": 0.5,

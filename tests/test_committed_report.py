@@ -112,3 +112,16 @@ def test_errata_ids_resolve(rows):
     used = {i for r in rows for i in r["errata_ids"].split()}
     assert used and used <= known, sorted(used - known)
 
+
+
+def test_every_committed_figure_is_one_a_summary_shows_and_exists():
+    """reports/figures holds exactly the figures the committed summaries and index link to: no figure of
+    an earlier run that the studies no longer draw (a reader would take it for this run's)."""
+    import re
+
+    linked = set(re.findall(r"\]\((figures/[^)]+\.png)\)", (REPORTS / "index.md").read_text(encoding="utf-8")))
+    for md in (REPORTS / "summaries").glob("*.md"):
+        linked |= set(re.findall(r"\]\(\.\./(figures/[^)]+\.png)\)", md.read_text(encoding="utf-8")))
+    present = {p.relative_to(REPORTS).as_posix() for p in (REPORTS / "figures").rglob("*.png")}
+    assert linked, "no figure links found in reports/summaries"
+    assert sorted(present - linked) == [] and sorted(linked - present) == []
