@@ -39,7 +39,7 @@ def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
     import stabsim.kernels.twin_cuda as tc
     assert [(r["specialized"], r["local_max_p"], r["max_registers"], r["threads_per_block"])
             for r in res["tune"]] == bench_gpu.TUNE_ROWS[:3]   # the three builds (--smoke)
-    assert tc.MAX_REGISTERS is None and tc.THREADS_PER_BLOCK == 128 and tc.SPECIALIZE is None and tc.LOCAL_MAX_P == 32
+    assert tc.MAX_REGISTERS is None and tc.THREADS_PER_BLOCK == 128 and tc.SPECIALIZE is None and tc.LOCAL_MAX_P == 12
     assert tc.cuda_kernel.__wrapped__   # the lru_cache'd builder is back
     assert "| no | no | ptxas | 128 | 8 |" in text and "| yes | yes | ptxas | 128 | 8 |" in text
 
