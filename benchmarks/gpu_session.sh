@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The GPU backend's checks on a machine with an NVIDIA GPU, in one go (docs/gpu.md, "On a GPU"):
 #
+#   0. optionally (NCU_S > 0) Nsight Compute's report of one launch (benchmarks/gpu_profile.py);
 #   1. benchmarks/bench_gpu.py --tune: P1 Alg. 1 with each build of the kernel (general,
 #      specialised, per-thread iterates, register caps, block sizes), beside
 #   2. the CUDA tests on the device (every kernel kind agrees with the CPU to GPU_RTOL, with the
@@ -43,6 +44,19 @@ for name in ("numpy", "numba", "llvmlite", "numba_cuda", "jax", "xarray", "dask"
 PYEOF
 } > "$OUT/env.txt" 2>&1
 stamp "environment recorded"
+
+# 0. optionally (NCU_S > 0, seconds per build) Nsight Compute on one launch of the default and the
+#    general build (benchmarks/gpu_profile.py): the stall reasons of what bounds the kernel.  Only
+#    the text report of each comes back ($OUT/ncu_<build>.txt: a device session returns 8 files).
+if [ "${NCU_S:-0}" -gt 0 ]; then
+  for build in default general; do
+    flag=""; [ "$build" = general ] && flag=--general
+    timeout "$NCU_S" "${NCU:-ncu}" --set full --kernel-name regex:kernel --launch-skip 1 --launch-count 1 -f \
+        -o "$WORK/ncu_$build" "$PY" benchmarks/gpu_profile.py $flag > "$OUT/ncu_$build.txt" 2>&1
+    "${NCU:-ncu}" --import "$WORK/ncu_$build.ncu-rep" --page details >> "$OUT/ncu_$build.txt" 2>&1
+    stamp "ncu $build done"
+  done
+fi
 
 ( timeout "${TUNE_S:-270}" "$PY" benchmarks/bench_gpu.py --workloads --tune "${TUNE_R:-262144}" --repeat 2 \
       --out "$OUT/tune.json" --results "$OUT/tune.md" > "$OUT/tune.log" 2>&1

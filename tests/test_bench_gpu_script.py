@@ -44,6 +44,18 @@ def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
     assert "| no | no | ptxas | 128 | 8 |" in text and "| yes | yes | ptxas | 128 | 8 |" in text
 
 
+def test_gpu_profile_script_runs_both_builds_and_restores_the_knob():
+    """benchmarks/gpu_profile.py (the launch Nsight Compute profiles) runs the default and the
+    general build (here in the simulator) and leaves ``twin_cuda.SPECIALIZE`` as it found it."""
+    import gpu_profile
+
+    import stabsim.kernels.twin_cuda as tc
+
+    for argv in (["--replicates", "4", "--T", "20"], ["--replicates", "4", "--T", "20", "--general"]):
+        assert gpu_profile.main(argv) > 0
+        assert tc.SPECIALIZE is None
+
+
 def test_run_all_keeps_the_marked_sections_when_it_rewrites_results(tmp_path):
     """``run_all.write_md`` regenerates RESULTS.md but keeps the sections other scripts maintain
     (the GPU section written by bench_gpu, the issue-#17 table), in their order."""
