@@ -11,7 +11,8 @@ Design:
 * one thread per replicate; a replicate's scratch (iterates, gradient, output sums, index
   history, workspaces) lives in global memory with the replicate as the *last* axis, so that the
   threads of a warp touch consecutive addresses (coalesced) when they read or write the same
-  coordinate;
+  coordinate; on a GPU each configuration gets its own kernel (``SPECIALIZE``), and the fast
+  kinds at small p keep their iterates in per-thread arrays, i.e. registers (``LOCAL_MAX_P``);
 * the data set and the step-size arrays are copied to the GPU once per call and read by every
   thread (served by the L1/L2 caches); nothing goes back to the host between steps;
 * replicates are run in chunks that fit in half of the GPU's free memory (``max_chunk``), each
