@@ -59,7 +59,7 @@ if [ "${NCU_S:-0}" -gt 0 ]; then
 fi
 
 ( timeout "${TUNE_S:-270}" "$PY" benchmarks/bench_gpu.py --workloads --tune "${TUNE_R:-262144}" --repeat 2 \
-      --out "$OUT/tune.json" --results "$OUT/tune.md" > "$OUT/tune.log" 2>&1
+      --out "$OUT/tune.json" --results "$WORK/tune.md" > "$OUT/tune.log" 2>&1
   echo "exit $?" >> "$OUT/tune.log" ) &
 tune=$!
 # (the offline PTX compile test is left out: on a GPU every kind compiles for the device itself;

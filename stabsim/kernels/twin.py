@@ -413,8 +413,9 @@ def build_replicate(KIND, POLL, SPEC=None):
     so that the loops over coordinates have a known length (the GPU's per-thread iterates).
 
     Scratch: W (2, 2, p) [run, slot, :] (runs 0 = S, 1 = S'; slots 0 = w_{t-2}, 1 = w_{t-1}),
-    g (2, p) (the general path's gradients; the fast kinds' row differences), acc, nz (2, p), dx (max(d, p),), hist (hlen,) int64, A, V (md, md), lam, tmp (md,),
-    work (nwork,), stats (2, 2, slen) [run, class, :], nrm2 (2,); sizes from ``twin_layout``.
+    g (2, p) (the general path's gradients; the fast kinds' row differences), acc, nz (2, p),
+    dx (max(d, p),), hist (hlen,) int64, A, V (md, md), lam, tmp (md,), work (nwork,),
+    stats (2, 2, slen) [run, class, :], nrm2 (2,); sizes from ``twin_layout``.
     Every entry is initialised here, so scratch can be reused from replicate to replicate."""
     FAST = KIND != GENERAL
     PAIR = KIND != FAST_POINT
