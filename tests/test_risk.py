@@ -380,3 +380,13 @@ def test_erm_input_checks():
         erm(X, y, "auc_hinge", reg=-1.0)
     w, value, cert = erm(X, y, "auc_squared")
     assert w.shape == (2,) and cert >= 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(phi=st.integers(0, 3), tau=st.sampled_from([0.0, 0.01, 0.5]), q=st.sampled_from([1.5, 2.0, 3.0]),
+       m=st.floats(-60.0, 60.0, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, 1.0 - 36 * 0.01]))
+def test_second_derivative_alone_is_phi_all_bit_for_bit(phi, tau, q, m):
+    """The Hessian loops call phi_second instead of phi_all (skipping the value): same number."""
+    from stabsim.kernels.risk_kernels import phi_all, phi_second
+
+    assert np.float64(phi_second(phi, q, tau, m)).tobytes() == np.float64(phi_all(phi, q, tau, m)[2]).tobytes()

@@ -28,16 +28,27 @@ from ..losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, ph
 from ..rng import STREAM_NOISE, normal, stream_key
 from .nrt_free import NRT_FREE
 
+#: largest n for which P2 Alg. 1 keeps phi of each unordered pair (two n x n workspaces per thread,
+#: 16 MiB at n = 1024); larger data sets evaluate both orders of each pair (same numbers)
+PAIR_BUFFER_MAX_N = 1024
+
 
 @njit(cache=True, **NRT_FREE)
-def full_grad(form, phi, q, w, X, Y, skip, g, dx, sc_buf, co_buf):
+def full_grad(form, phi, q, w, X, Y, skip, g, dx, sc_buf, co_buf, pv_buf, pf_buf):
     """g <- grad of L(w; D') = 1/(m(m-1)) sum over ordered pairs a != b of D' = D minus row
     ``skip`` (skip < 0: none); returns L(w; D').
 
     Linear forms (auc, auc_ordered, ranking): scores s_a = w.x_a first, then per pair only the
     scalar phi'(c (s_a - s_b)), accumulated into per-point coefficients (grad = sum_a coef_a x_a),
     O(n^2 + n d) instead of O(n^2 d).  Metric forms: ``losses.pair_loss_grad`` per pair.
-    Workspaces: dx (d,), sc_buf (n,), co_buf (n,).
+    Workspaces: dx (d,), sc_buf (n,), co_buf (n,), pv_buf and pf_buf (n * n, or shorter: unused).
+
+    The symmetric linear forms (auc, ranking) have c(b, a) = -c(a, b) exactly, hence the same
+    margin c (s_a - s_b) for the pairs (a, b) and (b, a) and coefficients f and -f.  With
+    n * n workspaces, phi is evaluated once per unordered pair: the visit of (a, b), a < b, keeps
+    phi and f for the later visit of (b, a).  A pair with c = 0 (ranking, equal labels) adds
+    phi(0) and a zero coefficient.  Every sum is still taken in the ordered-pair order, so the
+    numbers are those of evaluating each ordered pair (tests/test_p2_removal.py).
     """
     n = X.shape[0]
     d = X.shape[1]
@@ -53,20 +64,23 @@ def full_grad(form, phi, q, w, X, Y, skip, g, dx, sc_buf, co_buf):
                 s += w[c] * X[a, c]
             sc_buf[a] = s
             co_buf[a] = 0.0
-        for a in range(n):
-            if a == skip:
-                continue
-            for b in range(n):
-                if b == a or b == skip:
+        if form != AUC_ORDERED and pv_buf.shape[0] >= n * n:
+            tot = _linear_pairs_symmetric(form, phi, q, Y, skip, sc_buf, co_buf, pv_buf, pf_buf)
+        else:
+            for a in range(n):
+                if a == skip:
                     continue
-                cf = _linear_coef(form, Y[a], Y[b])
-                if cf == 0.0 and form != RANKING:
-                    continue
-                val, dphi = phi_value_deriv(phi, cf * (sc_buf[a] - sc_buf[b]), q)
-                tot += val
-                f = dphi * cf
-                co_buf[a] += f
-                co_buf[b] -= f
+                for b in range(n):
+                    if b == a or b == skip:
+                        continue
+                    cf = _linear_coef(form, Y[a], Y[b])
+                    if cf == 0.0 and form != RANKING:
+                        continue
+                    val, dphi = phi_value_deriv(phi, cf * (sc_buf[a] - sc_buf[b]), q)
+                    tot += val
+                    f = dphi * cf
+                    co_buf[a] += f
+                    co_buf[b] -= f
         for a in range(n):
             f = sc * co_buf[a]
             if f != 0.0:
@@ -81,6 +95,43 @@ def full_grad(form, phi, q, w, X, Y, skip, g, dx, sc_buf, co_buf):
                 continue
             tot += pair_loss_grad(form, phi, q, w, X, a, Y[a], b, Y[b], sc, g, dx)
     return tot * sc
+
+
+@njit(cache=True, inline="always")
+def _linear_pairs_symmetric(form, phi, q, Y, skip, sc_buf, co_buf, pv_buf, pf_buf):
+    """The ordered-pair loop of ``full_grad`` for auc and ranking, phi evaluated once per
+    unordered pair (see there).  Returns the sum of phi; adds the coefficients into co_buf.
+
+    Exactness: fl(-c) = -fl(c) and fl(s_b - s_a) = -fl(s_a - s_b), so (b, a) has the margin of
+    (a, b) bit for bit.  A pair with c = 0 has margin +-0, for which every phi gives phi(0); its
+    coefficient +-0 is skipped, which changes nothing as co_buf (starting at +0) never holds -0.
+    """
+    n = sc_buf.shape[0]
+    v0 = phi_value_deriv(phi, 0.0, q)[0]
+    tot = 0.0
+    for a in range(n):
+        if a == skip:
+            continue
+        for b in range(n):
+            if b == a or b == skip:
+                continue
+            cf = _linear_coef(form, Y[a], Y[b])
+            if cf == 0.0:
+                if form == RANKING:
+                    tot += v0
+                continue
+            if b > a:
+                val, dphi = phi_value_deriv(phi, cf * (sc_buf[a] - sc_buf[b]), q)
+                f = dphi * cf
+                pv_buf[b * n + a] = val   # read back on the visit of (b, a), row b
+                pf_buf[b * n + a] = f
+            else:
+                val = pv_buf[a * n + b]
+                f = -pf_buf[a * n + b]
+            tot += val
+            co_buf[a] += f
+            co_buf[b] -= f
+    return tot
 
 
 @njit(cache=True, parallel=True)
@@ -100,6 +151,9 @@ def p2_removal_kernel(X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ck
     WR = np.zeros((R, K, p))
     FS = np.zeros((R, T + 1))
     GN = np.zeros((R, T))
+    n = X.shape[1]
+    # full_grad's per-pair workspaces (n * n each): up to n = PAIR_BUFFER_MAX_N, else not used
+    npair = n * n if n <= PAIR_BUFFER_MAX_N else 0
     for r in prange(R):
         Xs = X[r]
         Ys = Y[r]
@@ -109,9 +163,11 @@ def p2_removal_kernel(X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ck
         dx = np.empty(d)
         sb = np.empty(Xs.shape[0])
         cb = np.empty(Xs.shape[0])
+        pv = np.empty(npair)
+        pf = np.empty(npair)
         ci = 0
         for t in range(1, T + 1):
-            FS[r, t - 1] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb)
+            FS[r, t - 1] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb, pv, pf)
             s = 0.0
             for c in range(p):
                 s += g[c] * g[c]
@@ -123,13 +179,13 @@ def p2_removal_kernel(X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ck
                 for c in range(p):
                     W[r, ci, c] = w[c]
                 ci += 1
-        FS[r, T] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb)
+        FS[r, T] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb, pv, pf)
         for kk in range(K):
             i = removes[r, kk]
             for c in range(p):
                 w[c] = 0.0
             for t in range(1, T + 1):
-                full_grad(form, phi, q, w, Xs, Ys, i, g, dx, sb, cb)
+                full_grad(form, phi, q, w, Xs, Ys, i, g, dx, sb, cb, pv, pf)
                 for c in range(p):
                     b = sigma * normal(key_n, t * p + c) if sigma > 0.0 else 0.0
                     w[c] -= eta * (g[c] + b)

@@ -66,16 +66,27 @@ def phi_all(phi, q, tau, m):
             sg = e / (1.0 + e)
         return tau * sp, -sg, e / ((1.0 + e) * (1.0 + e)) / tau
     v, d1 = phi_value_deriv(phi, m, q)
+    return v, d1, phi_second(phi, q, tau, m)
+
+
+@njit(cache=True, inline="always")
+def phi_second(phi, q, tau, m):
+    """phi''(m) alone, the third number of ``phi_all`` bit for bit (the Hessian loops need no
+    value: this skips phi's exp and log1p)."""
+    if phi == HINGE and tau > 0.0:
+        t = (1.0 - m) / tau
+        if t > _TCUT or t < -_TCUT:
+            return 0.0
+        e = math.exp(-abs(t))
+        return e / ((1.0 + e) * (1.0 + e)) / tau
     if phi == SQUARED:
-        d2 = 2.0
-    elif phi == LOGISTIC:
+        return 2.0
+    if phi == LOGISTIC:
         e = math.exp(-abs(m))
-        d2 = e / ((1.0 + e) * (1.0 + e))
-    elif phi == QHINGE:
-        d2 = q * (q - 1.0) * (1.0 - m) ** (q - 2.0) if m < 1.0 else 0.0
-    else:
-        d2 = 0.0
-    return v, d1, d2
+        return e / ((1.0 + e) * (1.0 + e))
+    if phi == QHINGE:
+        return q * (q - 1.0) * (1.0 - m) ** (q - 2.0) if m < 1.0 else 0.0
+    return 0.0
 
 
 @njit(cache=True, inline="always")
@@ -409,7 +420,7 @@ def pn_hess(phi, q, tau, ap, an, XN, rad, normP, normN, hP, hN, T):
             if rad > 0.0:
                 h = phi2_lower(phi, q, tau, m, rad * (normP[i] + normN[j]))
             else:
-                v, d1, h = phi_all(phi, q, tau, m)
+                h = phi_second(phi, q, tau, m)
             if h != 0.0:
                 hP[i] += h
                 hN[j] += h
@@ -592,7 +603,7 @@ def sh_hess(tau, ap, an, XN, hP, hN, T):
         lo = _first_t_above(tau, ai, bs, -_TCUT)
         hi = _first_t_above(tau, ai, bs, _TCUT)
         for l in range(lo, hi):
-            v, d1, h = phi_all(HINGE, 2.0, tau, ai - bs[l])
+            h = phi_second(HINGE, 2.0, tau, ai - bs[l])
             if h != 0.0:
                 j = perm[l]
                 hP[i] += h
@@ -653,7 +664,7 @@ def rank_hess(phi, q, tau, a, y, rad, norms, Hm, r):
             if rad > 0.0:
                 h = phi2_lower(phi, q, tau, m, rad * abs(c) * (norms[i] + norms[j]))
             else:
-                v, d1, h = phi_all(phi, q, tau, m)
+                h = phi_second(phi, q, tau, m)
             h *= c * c
             Hm[i, j] = h
             Hm[j, i] = h
