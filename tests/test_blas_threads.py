@@ -1,0 +1,56 @@
+"""stabsim.blas_threads: BLAS on one thread in `stabsim run` and the processes it starts, a user's
+own setting left alone.  Each case runs in a fresh interpreter (the limit is process-wide)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from stabsim.blas_threads import BLAS_THREAD_VARIABLES
+
+_PROBE = """
+import json, os, subprocess, sys
+import numpy, scipy.linalg  # BLAS loaded before the call, as in `stabsim run`
+from threadpoolctl import threadpool_info
+from stabsim.blas_threads import single_threaded_blas
+changed = single_threaded_blas()
+child = subprocess.run([sys.executable, "-c", "import numpy, json; from threadpoolctl import threadpool_info; "
+                        "print(json.dumps([i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']))"],
+                       capture_output=True, text=True, check=True)
+print(json.dumps({"changed": changed, "env": os.environ.get("OPENBLAS_NUM_THREADS"),
+                  "here": [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"],
+                  "child": json.loads(child.stdout)}))
+"""
+
+
+def _probe(**env):
+    base = {k: v for k, v in os.environ.items() if k not in BLAS_THREAD_VARIABLES}
+    out = subprocess.run([sys.executable, "-c", _PROBE], env={**base, **env}, capture_output=True, text=True,
+                         check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_blas_limited_here_and_in_children():
+    r = _probe()
+    assert r["changed"] is True and r["env"] == "1"
+    assert r["here"] and all(n == 1 for n in r["here"])     # numpy's BLAS was already loaded
+    assert r["child"] and all(n == 1 for n in r["child"])   # a process started afterwards
+
+
+def test_user_setting_is_respected():
+    r = _probe(OPENBLAS_NUM_THREADS="2")
+    assert r["changed"] is False and r["env"] == "2"
+
+
+def test_stabsim_run_limits_blas(monkeypatch, tmp_path):
+    """The CLI's run calls it before any study (the flag it returns is recorded by a stand-in)."""
+    import stabsim.cli as cli
+
+    calls = []
+    monkeypatch.setattr(cli, "single_threaded_blas", lambda: calls.append(1) or True)
+    monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
+    rc = cli.main(["run", "p1_thm1_rate", "--quick", "--out", str(tmp_path / "out"), "--no-progress",
+                   "--no-analyse"])
+    assert rc == 0 and calls == [1]
