@@ -178,8 +178,11 @@ def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radiu
         lsum_reg = 0.0
         ci = 0
         for t in range(1, n + 1):
-            # penalty Lhat_t(v_{t-1}, D_t), incurred for t >= 2 (run on S)
-            if t >= 2:
+            # penalty Lhat_t(v_{t-1}, D_t), incurred for t >= 2 (run on S).  Offline after the
+            # burn-in v_{t-1} = w_{t-1}, and the gradient pass below returns this very value (the
+            # value does not depend on the gradient's scale): taken from there, not summed twice
+            reuse = not online and t > T1 and t >= 2
+            if t >= 2 and not reuse:
                 fv = _lhat(form, phi, q, v, Xs, Ys, order, t, False, k, krow, 0.0, gdummy, dx)
                 lsum += fv
                 lsum_reg += fv + _reg(v, cen, alpha)
@@ -194,7 +197,10 @@ def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radiu
                 for c in range(p):
                     g[c] = alpha * (w[c] - cen[c])
                     gp[c] = alpha * (wp[c] - cen[c])
-                _lhat(form, phi, q, w, Xs, Ys, order, t, False, k, krow, 1.0, g, dx)
+                fw = _lhat(form, phi, q, w, Xs, Ys, order, t, False, k, krow, 1.0, g, dx)
+                if reuse:   # a penalty step; v = w here (offline)
+                    lsum += fw
+                    lsum_reg += fw + _reg(v, cen, alpha)
                 if mirror:
                     for c in range(p):
                         gp[c] = g[c]
