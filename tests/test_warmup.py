@@ -21,6 +21,21 @@ def test_recorded_signatures_resolve_to_kernels():
         assert hasattr(disp, "compile") and sigs
 
 
+def test_recorded_signatures_fit_the_kernels_arguments():
+    """A kernel whose parameters changed makes its recorded signatures fail in the warm-up's
+    workers (silently: the run then compiles them itself).  Re-record, or extend the record,
+    when this fails: ``python -m stabsim.warmup --record`` with an empty numba cache."""
+    import inspect
+
+    for module, path, sigs in warmup.load_signatures():
+        params = inspect.signature(warmup._resolve(module, path).py_func).parameters.values()
+        fixed = sum(1 for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD))
+        varargs = any(q.kind == q.VAR_POSITIONAL for q in params)
+        for sig in sigs:
+            assert len(sig) == fixed or (varargs and len(sig) > fixed), \
+                f"{module}.{path}: recorded signature has {len(sig)} arguments, the kernel takes {fixed}"
+
+
 def test_tasks_put_each_twin_kernel_alone_and_first():
     entries = [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "_kernel(3)", [SIG]),
                ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.kernels.twin", "_kernel(0)", [SIG])]
