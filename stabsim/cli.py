@@ -42,6 +42,7 @@ that module exists (else the placeholder ``report`` below); ``stabsim audit ARGS
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -192,7 +193,13 @@ def cmd_run(args) -> int:
         from .privacy import prefetch
 
         ledger = prefetch.start(ids, log=lambda m: print(m, file=sys.stderr))
-    with Executor(args.scheduler) as ex:
+    # many studies: each analysed in a worker process while the next computes (stabsim.analyses.background)
+    background = None
+    if analyse is not None and len(specs) >= WARM_STUDIES:
+        from .analyses.background import BackgroundAnalyses
+
+        background = BackgroundAnalyses.start(plugins)
+    with Executor(args.scheduler) as ex, background or contextlib.nullcontext():
         for spec in specs:  # each study is analysed as soon as it finishes
             raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim._signals)
             try:
@@ -206,12 +213,14 @@ def cmd_run(args) -> int:
                 print(f"study {spec.id!r}: {failures[spec.id]}; going on with the other studies", file=sys.stderr)
                 continue
             print(r.summary())
-            if analyse is not None:
-                rec = analyse(r.out_dir, run_seconds=r.seconds, out_dir=args.out)
-                verdicts = ", ".join(f"{x['key']}{' [' + x['label'] + ']' if x.get('label') else ''}: {x['verdict']}"
-                                     for x in rec["rows"])
-                print(f"  -> {Path(r.out_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
+            if background is not None:
+                background.submit(r.out_dir, run_seconds=r.seconds, out_dir=args.out)
+                _print_verdicts(background.ready())
+            elif analyse is not None:
+                _print_verdicts([(r.out_dir, analyse(r.out_dir, run_seconds=r.seconds, out_dir=args.out))])
             release_freed_memory()   # a long suite otherwise keeps the heap of its largest study
+        if background is not None:
+            _print_verdicts(background.ready(wait=True))
     # default for 'run suite': reports/ beside the output folder (./reports for the default --out out),
     # or --out/reports for a quick run; never over a report of another profile unless --overwrite-report
     raise_if_interrupted()
@@ -228,6 +237,14 @@ def cmd_run(args) -> int:
               + "; ".join(f"{k}: {v}" for k, v in failures.items()), file=sys.stderr)
         return 1
     return 0
+
+
+def _print_verdicts(analysed) -> None:
+    """One line per analysed study: its summary.md and its verdicts."""
+    for study_dir, rec in analysed:
+        verdicts = ", ".join(f"{x['key']}{' [' + x['label'] + ']' if x.get('label') else ''}: {x['verdict']}"
+                             for x in rec["rows"])
+        print(f"  -> {Path(study_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
 
 
 def _failure_text(e: Exception) -> str:

@@ -1,0 +1,97 @@
+"""Analyse finished studies in a second process while the next study computes (issue #17).
+
+A study's analysis (bounds, verdicts, figures, summary.md) is single-threaded Python: run after
+each study in the process that computes, it left one of two cores idle for about 80 s of the
+full suite.  ``BackgroundAnalyses`` runs the analyses one after the other in one spawned worker
+process instead, so that they overlap with the next studies' computation; the worker runs numba
+on one thread (the computing process keeps every core) and BLAS on one thread
+(:mod:`stabsim.blas_threads`).
+
+The analyses are the same functions on the same files (data.nc is complete when a study's run
+returns), so nothing they write changes.  Results are handed back in the studies' order; an
+analysis that raises re-raises its exception in the calling process when its result is
+collected, as an analysis run in place would.  ``stabsim run`` uses it for runs of
+``WARM_STUDIES`` studies or more (the suite) when a worker process can start; otherwise, and
+with ``STABSIM_ANALYSE_INLINE=1``, it analyses in place as before.  On an interrupt the worker is
+stopped at once; the data of every finished study is already on disk (``stabsim analyse`` or a
+rerun of the command redoes an unfinished analysis).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+#: Set to "1" to analyse each study in the computing process, after it (no worker process).
+INLINE_ENV = "STABSIM_ANALYSE_INLINE"
+
+
+def _init_worker(plugins) -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops this worker
+    import numba
+
+    from ..blas_threads import single_threaded_blas
+    from ..builtin import load_all
+
+    single_threaded_blas()
+    numba.set_num_threads(1)   # the computing process keeps the cores (numbers do not depend on it)
+    load_all()
+    if plugins:
+        from ..plugins import load_plugins
+
+        load_plugins(list(plugins))
+
+
+def _analyse(study_dir, run_seconds, out_dir) -> dict:
+    from . import analyse
+
+    return analyse(study_dir, run_seconds=run_seconds, out_dir=out_dir)
+
+
+class BackgroundAnalyses:
+    """Analyses run in one worker process, collected in submission order (see the module doc).
+
+    Use as a context manager: leaving it normally waits for the worker to finish; leaving it
+    with an exception (an interrupt) stops the worker at once."""
+
+    def __init__(self, plugins=()):
+        ctx = multiprocessing.get_context("spawn")   # not forked: numba's threads may be running
+        self._pool = ctx.Pool(1, initializer=_init_worker, initargs=(tuple(plugins),))
+        self._pending: list = []
+
+    @classmethod
+    def start(cls, plugins=()) -> BackgroundAnalyses | None:
+        """A started worker, or None when switched off (``STABSIM_ANALYSE_INLINE=1``) or when no
+        worker process can start (the caller then analyses in place)."""
+        if os.environ.get(INLINE_ENV) == "1":
+            return None
+        try:
+            return cls(plugins)
+        except Exception:   # no worker processes here (no semaphores, a sandbox)
+            if multiprocessing.parent_process() is not None:
+                raise
+            return None
+
+    def submit(self, study_dir, run_seconds=None, out_dir=None) -> None:
+        self._pending.append((study_dir, self._pool.apply_async(_analyse, (str(study_dir), run_seconds,
+                                                                          None if out_dir is None else str(out_dir)))))
+
+    def ready(self, wait: bool = False):
+        """(study_dir, analysis record) of the finished analyses at the head of the queue, in
+        submission order; with ``wait``, of all of them.  Re-raises an analysis' exception."""
+        while self._pending and (wait or self._pending[0][1].ready()):
+            study_dir, res = self._pending.pop(0)
+            yield study_dir, res.get()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self._pool.close()
+        else:
+            self._pool.terminate()
+        self._pool.join()
+        return False
