@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 from numba import njit, prange
 
-from ..losses import pair_loss_grad
+from ..losses import AUC, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad
 from ..setups.p1 import pl_constant, replicate_data_sets
 from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, boolean, integer, register_kind, \
     twin_params
@@ -27,8 +27,12 @@ from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, b
 
 # ---- the path statistics kernel ---------------------------------------------------------------
 
+#: parameter vectors per parallel task of ``path_stats`` (each task allocates its pair workspaces once)
+_PATH_TASK = 64
+
+
 @njit(cache=True, parallel=True)
-def path_stats(form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf):
+def path_stats(form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, reuse=True):
     """For every parameter vector W[k] on the data set X3[data_idx[k]] (exact sums over pairs):
 
     FS[k]  = F_S(w) = 1/(n(n-1)) sum_{a != b} f(w; z_a, z_b)
@@ -36,41 +40,96 @@ def path_stats(form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbu
     M2[k]  = (1/n^2) sum_{a, b} ||grad f(w; z_a, z_b)||^2  (a, b uniform with replacement; the
              a = b terms vanish for the linear pairwise forms since x_a - x_b = 0)
     gbuf, gpbuf (K, p) and dxbuf (K, d) are workspaces (no allocation in the loop).
+
+    ``reuse`` (auc and ranking forms): f and its gradient are evaluated once per unordered pair
+    (see ``_pairs_symmetric``); the sums are still taken over the ordered pairs in order, so the
+    numbers are those of ``reuse=False`` bit for bit (tests/test_p1_path.py).
     """
     K, p = W.shape
     n = X3.shape[1]
     inv_pairs = 1.0 / (n * (n - 1.0))
     inv_sq = 1.0 / (n * n * 1.0)
-    for k in prange(K):
-        di = data_idx[k]
-        Xs = X3[di]
-        ys = y3[di]
-        w = W[k]
-        g = gbuf[k]
-        gp = gpbuf[k]
-        dx = dxbuf[k]
-        for c in range(p):
-            g[c] = 0.0
-        fs = 0.0
-        m2 = 0.0
-        for ia in range(n):
-            for ib in range(n):
-                if ia == ib:
-                    continue
+    sym = reuse and (form == AUC or form == RANKING)
+    nbuf = n * n if sym else 0
+    for task in prange((K + _PATH_TASK - 1) // _PATH_TASK):
+        pv = np.empty(nbuf)
+        pf = np.empty(nbuf)
+        for k in range(task * _PATH_TASK, min(K, (task + 1) * _PATH_TASK)):
+            di = data_idx[k]
+            Xs = X3[di]
+            ys = y3[di]
+            w = W[k]
+            g = gbuf[k]
+            gp = gpbuf[k]
+            dx = dxbuf[k]
+            for c in range(p):
+                g[c] = 0.0
+            if sym:
+                fs, m2 = _pairs_symmetric(form, phi, q, w, Xs, ys, g, gp, dx, pv, pf)
+            else:
+                fs = 0.0
+                m2 = 0.0
+                for ia in range(n):
+                    for ib in range(n):
+                        if ia == ib:
+                            continue
+                        for c in range(p):
+                            gp[c] = 0.0
+                        fs += pair_loss_grad(form, phi, q, w, Xs, ia, ys[ia], ib, ys[ib], 1.0, gp, dx)
+                        s2 = 0.0
+                        for c in range(p):
+                            g[c] += gp[c]
+                            s2 += gp[c] * gp[c]
+                        m2 += s2
+            gs = 0.0
+            for c in range(p):
+                gs += (g[c] * inv_pairs) ** 2
+            FS[k] = fs * inv_pairs
+            GSQ[k] = gs
+            M2[k] = m2 * inv_sq
+
+
+@njit(cache=True, inline="always")
+def _pairs_symmetric(form, phi, q, w, Xs, ys, g, gp, dx, pv, pf):
+    """The ordered-pair sums of ``path_stats`` (returns (sum f, sum ||grad f||^2), adds sum grad f
+    into g) for the auc and ranking forms, f evaluated once per unordered pair.
+
+    Exactness: the pair (b, a) has c(b, a) = -c(a, b) and w.(x_b - x_a) = -w.(x_a - x_b) exactly,
+    hence the same margin, the same value and the coefficient -f, so its gradient
+    (-f)(x_b - x_a) equals f (x_a - x_b) bit for bit: the visit of (a, b), a < b, keeps f and the
+    value; the visit of (b, a) recomputes the gradient from them.  A pair with c = 0 has zero
+    gradient (its value phi(0) counts for ranking, 0 for auc): adding zeros changes no sum."""
+    n = Xs.shape[0]
+    p = w.shape[0]
+    v0 = pair_loss_grad(RANKING, phi, q, w, Xs, 0, 1.0, 0, 1.0, 0.0, gp, dx) if form == RANKING else 0.0
+    fs = 0.0
+    m2 = 0.0
+    for ia in range(n):
+        for ib in range(n):
+            if ia == ib:
+                continue
+            cf = _linear_coef(form, ys[ia], ys[ib])
+            if cf == 0.0:
+                fs += v0
+                continue
+            if ib > ia:
+                dot = 0.0
                 for c in range(p):
-                    gp[c] = 0.0
-                fs += pair_loss_grad(form, phi, q, w, Xs, ia, ys[ia], ib, ys[ib], 1.0, gp, dx)
-                s2 = 0.0
-                for c in range(p):
-                    g[c] += gp[c]
-                    s2 += gp[c] * gp[c]
-                m2 += s2
-        gs = 0.0
-        for c in range(p):
-            gs += (g[c] * inv_pairs) ** 2
-        FS[k] = fs * inv_pairs
-        GSQ[k] = gs
-        M2[k] = m2 * inv_sq
+                    dot += w[c] * (Xs[ia, c] - Xs[ib, c])
+                val, f = linear_pair_coef(form, phi, q, dot, ys[ia], ys[ib])
+                pv[ib * n + ia] = val
+                pf[ib * n + ia] = f
+            else:
+                val = pv[ia * n + ib]
+                f = -pf[ia * n + ib]
+            fs += val
+            s2 = 0.0
+            for c in range(p):
+                e = f * (Xs[ia, c] - Xs[ib, c])
+                g[c] += e
+                s2 += e * e
+            m2 += s2
+    return fs, m2
 
 
 def path_statistics(W, X3, y3, data_idx, loss):
