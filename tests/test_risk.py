@@ -390,3 +390,20 @@ def test_second_derivative_alone_is_phi_all_bit_for_bit(phi, tau, q, m):
     from stabsim.kernels.risk_kernels import phi_all, phi_second
 
     assert np.float64(phi_second(phi, q, tau, m)).tobytes() == np.float64(phi_all(phi, q, tau, m)[2]).tobytes()
+
+
+@settings(max_examples=60, deadline=None)
+@given(phi=st.integers(0, 3), nP=st.integers(1, 9), nN=st.integers(1, 9), scale=st.sampled_from([0.1, 1.0, 30.0]),
+       seed=st.integers(0, 2**31 - 1))
+def test_pn_rows_without_derivatives_gives_the_same_sums(phi, nP, nN, scale, seed):
+    """The U-statistic asks pn_rows for its sums only (derivs=False): the same numbers."""
+    from stabsim.kernels.risk_kernels import pn_rows
+
+    rng = np.random.default_rng(seed)
+    ap, an = rng.standard_normal(nP) * scale, rng.standard_normal(nN) * scale
+    res = []
+    for derivs in (True, False):
+        bufs = [np.full(nP, np.nan), np.full(nN, np.nan), np.full(nP, np.nan), np.full(nN, np.nan)]
+        tot, sq = pn_rows(phi, 1.5, 0.0, ap, an, True, *bufs, derivs)
+        res.append(np.concatenate([[tot, sq], bufs[0], bufs[1]]))
+    assert res[0].tobytes() == res[1].tobytes()

@@ -288,9 +288,11 @@ def _exp_ok(ap, an):
 
 
 @njit(cache=True)
-def pn_rows(phi, q, tau, ap, an, fast, rowP, rowN, dP, dN):
+def pn_rows(phi, q, tau, ap, an, fast, rowP, rowN, dP, dN, derivs=True):
     """Row sums of the P x N block: rowP_i = sum_j phi(ap_i - an_j), rowN_j = sum_i phi(.),
-    dP_i = sum_j phi'(.), dN_j = sum_i phi'(.) (overwritten).  Returns (sum, sum of squares)."""
+    dP_i = sum_j phi'(.), dN_j = sum_i phi'(.) (overwritten).  Returns (sum, sum of squares).
+    ``derivs=False``: dP and dN are not wanted (the factorised logistic then skips phi' and its
+    division; the other sums are the same numbers)."""
     nP = ap.shape[0]
     nN = an.shape[0]
     rowP[:] = 0.0
@@ -381,11 +383,12 @@ def pn_rows(phi, q, tau, ap, an, fast, rowP, rowN, dP, dN):
                     v = math.log1p(x)
                 else:
                     v = (an[j] - ai) + math.log1p(1.0 / x)
-                d1 = -x / (1.0 + x) if x <= 1.0 else -1.0 / (1.0 + 1.0 / x)
                 rowP[i] += v
                 rowN[j] += v
-                dP[i] += d1
-                dN[j] += d1
+                if derivs:
+                    d1 = -x / (1.0 + x) if x <= 1.0 else -1.0 / (1.0 + 1.0 / x)
+                    dP[i] += d1
+                    dN[j] += d1
                 totsq += v * v
             tot += rowP[i]
         return tot, totsq
@@ -902,7 +905,7 @@ def _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a,
         ap[i] = s * (a[idxP[i]] - shift)
     for j in range(nN):
         an[j] = s * (a[idxN[j]] - shift)
-    tot, sq = pn_rows(phi, q, 0.0, ap, an, True, rowP, rowN, dP, dN)
+    tot, sq = pn_rows(phi, q, 0.0, ap, an, True, rowP, rowN, dP, dN, False)
     half = 0.5 * mult
     k0 = kconst / (nP * (nP - 1.0) + nN * (nN - 1.0)) if kconst != 0.0 else 0.0  # phi(0)
     for i in range(nP):
