@@ -145,7 +145,7 @@ def path_statistics(W, X3, y3, data_idx, loss):
     K, p = W.shape
     out = [np.empty(K) for _ in range(3)]
     path_stats(lf.form, lf.phi, float(lf.q), W, X3, y3, np.ascontiguousarray(data_idx, dtype=np.int64),
-               *out, np.zeros((K, p)), np.zeros((K, p)), np.zeros((K, X3.shape[2])))
+               *out, np.zeros((K, p)), np.zeros((K, p)), np.zeros((K, X3.shape[2])), True)
     return out
 
 

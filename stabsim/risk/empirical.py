@@ -112,7 +112,7 @@ class _Objective:
             if self.phi == HINGE and tau > 0:
                 tot = sh_rows(tau, ap, an, rowP, rowN, dP, dN)
             else:
-                tot, _ = pn_rows(self.phi, self.q, tau, ap, an, True, rowP, rowN, dP, dN)
+                tot, _ = pn_rows(self.phi, self.q, tau, ap, an, True, rowP, rowN, dP, dN, True)
             g = self.c * pl.s * (self.XP.T @ dP - self.XN.T @ dN)
             return self.K0 + self.c * tot, g, self.c * float(dP.sum())
         if pl.kind == KIND_POINT:
