@@ -1,11 +1,14 @@
-"""Analyse finished studies in a second process while the next study computes (issue #17).
+"""Analyse finished studies in worker processes while the next study computes (issue #17).
 
 A study's analysis (bounds, verdicts, figures, summary.md) is single-threaded Python: run after
 each study in the process that computes, it left one of two cores idle for about 80 s of the
-full suite.  ``BackgroundAnalyses`` runs the analyses one after the other in one spawned worker
-process instead, so that they overlap with the next studies' computation; the worker runs numba
-on one thread (the computing process keeps every core) and BLAS on one thread
-(:mod:`stabsim.blas_threads`).
+full suite.  ``BackgroundAnalyses`` runs the analyses in ``WORKERS`` spawned worker processes
+instead, so that they overlap with the next studies' computation (two, so that the analyses of
+the last, quick studies do not queue behind each other once the computation is done: the quick
+suite ended 23 s after its last computation with one); the workers run numba on one thread (the
+computing process keeps every core) and BLAS on one thread (:mod:`stabsim.blas_threads`).
+Each analysis writes only into its own study's folder (and the accounting memo, which is written
+atomically), so they can run side by side.
 
 The analyses are the same functions on the same files (data.nc is complete when a study's run
 returns), so nothing they write changes.  Results are handed back in the studies' order; an
@@ -24,6 +27,8 @@ import os
 
 #: Set to "1" to analyse each study in the computing process, after it (no worker process).
 INLINE_ENV = "STABSIM_ANALYSE_INLINE"
+#: worker processes for the analyses
+WORKERS = 2
 
 
 def _init_worker(plugins) -> None:
@@ -51,14 +56,14 @@ def _analyse(study_dir, run_seconds, out_dir) -> dict:
 
 
 class BackgroundAnalyses:
-    """Analyses run in one worker process, collected in submission order (see the module doc).
+    """Analyses run in worker processes, collected in submission order (see the module doc).
 
     Use as a context manager: leaving it normally waits for the worker to finish; leaving it
     with an exception (an interrupt) stops the worker at once."""
 
-    def __init__(self, plugins=()):
+    def __init__(self, plugins=(), workers=WORKERS):
         ctx = multiprocessing.get_context("spawn")   # not forked: numba's threads may be running
-        self._pool = ctx.Pool(1, initializer=_init_worker, initargs=(tuple(plugins),))
+        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(tuple(plugins),))
         self._pending: list = []
 
     @classmethod
