@@ -54,7 +54,7 @@ from pathlib import Path
 
 from ._signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
 from .backend import BACKENDS
-from .blas_threads import single_threaded_blas
+from .thread_pools import configure_thread_pools
 from .resources import release_freed_memory
 from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
                     study_index, _hint)
@@ -182,7 +182,7 @@ def cmd_run(args) -> int:
     if not args.no_analyse:
         from .analyses import analyse
     failures: dict[str, str] = {}
-    single_threaded_blas()   # numba's threads and BLAS's would spin against each other (stabsim.blas_threads)
+    configure_thread_pools()   # numba's threads and BLAS's would spin against each other (stabsim.thread_pools)
     if "suite" in args.study or len(specs) >= WARM_STUDIES:  # compile on every core first, once per version
         from .warmup import warm
 

@@ -21,8 +21,8 @@ def pytest_sessionstart(session):
     """Compile the kernels the suite records on every core first (stabsim.warmup: once per source
     version; the tests then load most of what they compile from numba's on-disk cache), with BLAS
     on one thread as in `stabsim run`."""
-    from stabsim.blas_threads import single_threaded_blas
+    from stabsim.thread_pools import configure_thread_pools
     from stabsim.warmup import warm
 
-    single_threaded_blas()   # as `stabsim run` does (stabsim.blas_threads)
+    configure_thread_pools()   # as `stabsim run` does (stabsim.thread_pools)
     warm()

@@ -2,11 +2,11 @@
 
 A study's analysis (bounds, verdicts, figures, summary.md) is single-threaded Python: run after
 each study in the process that computes, it left one of two cores idle for about 80 s of the
-full suite.  ``BackgroundAnalyses`` runs the analyses in ``WORKERS`` spawned worker processes
-instead, so that they overlap with the next studies' computation (two, so that the analyses of
-the last, quick studies do not queue behind each other once the computation is done: the quick
-suite ended 23 s after its last computation with one); the workers run numba on one thread (the
-computing process keeps every core) and BLAS on one thread (:mod:`stabsim.blas_threads`).
+full suite.  ``BackgroundAnalyses`` runs the analyses in ``WORKERS`` spawned worker process(es)
+instead, so that they overlap with the next studies' computation; the workers run numba on one
+thread (the computing process keeps every core), with BLAS on one thread and a short OpenMP spin
+(:mod:`stabsim.thread_pools`).  One worker: a second one let the quick suite's last analyses
+finish 18 s sooner but cost as much CPU as it saved (benchmarks/README.md).
 Each analysis writes only into its own study's folder (and the accounting memo, which is written
 atomically), so they can run side by side.
 
@@ -16,8 +16,9 @@ analysis that raises re-raises its exception in the calling process when its res
 collected, as an analysis run in place would.  ``stabsim run`` uses it for runs of
 ``WARM_STUDIES`` studies or more (the suite) when a worker process can start; otherwise, and
 with ``STABSIM_ANALYSE_INLINE=1``, it analyses in place as before.  On an interrupt the worker is
-stopped at once; the data of every finished study is already on disk (``stabsim analyse`` or a
-rerun of the command redoes an unfinished analysis).
+stopped at once; the data of every finished study is already on disk, and ``stabsim report`` or a
+rerun of the command redoes an unfinished analysis (its analysis.json, written last and whole, is
+then missing or older than data.nc: ``stabsim.report.collect``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import os
 #: Set to "1" to analyse each study in the computing process, after it (no worker process).
 INLINE_ENV = "STABSIM_ANALYSE_INLINE"
 #: worker processes for the analyses
-WORKERS = 2
+WORKERS = 1
 
 
 def _init_worker(plugins) -> None:
@@ -37,10 +38,10 @@ def _init_worker(plugins) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops this worker
     import numba
 
-    from ..blas_threads import single_threaded_blas
+    from ..thread_pools import configure_thread_pools
     from ..builtin import load_all
 
-    single_threaded_blas()
+    configure_thread_pools()
     numba.set_num_threads(1)   # the computing process keeps the cores (numbers do not depend on it)
     load_all()
     if plugins:

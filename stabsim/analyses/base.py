@@ -47,6 +47,7 @@ from typing import Callable
 import numpy as np
 import xarray as xr
 
+from ..store import atomic_write_text
 from ..verdicts import OK_VERDICTS, Verdict
 
 __all__ = ["CheckResult", "Check", "CHECKS", "register_check", "get_check", "analyse", "check_name",
@@ -411,8 +412,11 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
         "error": error, "rows": rows,
     }
     record["analysis_seconds"] = round(time.perf_counter() - t0, 2)
-    (study_dir / SUMMARY_FILE).write_text(_summary_md(record, ds, manifest), encoding="utf-8")
-    (study_dir / ANALYSIS_FILE).write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+    # each file whole or not at all, analysis.json last: an analysis stopped on the way (a run
+    # interrupted while its analyses run beside it, stabsim.analyses.background) leaves the old
+    # analysis.json, older than data.nc, which the report redoes (stabsim.report.collect)
+    atomic_write_text(study_dir / SUMMARY_FILE, _summary_md(record, ds, manifest))
+    atomic_write_text(study_dir / ANALYSIS_FILE, json.dumps(record, indent=1, default=str))
     return record
 
 

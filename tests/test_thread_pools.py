@@ -1,5 +1,6 @@
-"""stabsim.blas_threads: BLAS on one thread in `stabsim run` and the processes it starts, a user's
-own setting left alone.  Each case runs in a fresh interpreter (the limit is process-wide)."""
+"""stabsim.thread_pools: BLAS on one thread and a short OpenMP spin in `stabsim run` and the
+processes it starts, a user's own setting left alone.  Each case runs in a fresh interpreter (the
+settings are process-wide)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,13 @@ import os
 import subprocess
 import sys
 
-from stabsim.blas_threads import BLAS_THREAD_VARIABLES
+from stabsim.thread_pools import BLAS_THREAD_VARIABLES, OPENMP_SPIN
 
 _PROBE = """
 import json, os, subprocess, sys
 import numpy, scipy.linalg  # BLAS loaded before the call, as in `stabsim run`
 from threadpoolctl import threadpool_info
-from stabsim.blas_threads import single_threaded_blas
+from stabsim.thread_pools import single_threaded_blas
 changed = single_threaded_blas()
 child = subprocess.run([sys.executable, "-c", "import numpy, json; from threadpoolctl import threadpool_info; "
                         "print(json.dumps([i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']))"],
@@ -49,8 +50,22 @@ def test_stabsim_run_limits_blas(monkeypatch, tmp_path):
     import stabsim.cli as cli
 
     calls = []
-    monkeypatch.setattr(cli, "single_threaded_blas", lambda: calls.append(1) or True)
+    monkeypatch.setattr(cli, "configure_thread_pools", lambda: calls.append(1))
     monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
     rc = cli.main(["run", "p1_thm1_rate", "--quick", "--out", str(tmp_path / "out"), "--no-progress",
                    "--no-analyse"])
     assert rc == 0 and calls == [1]
+
+
+def _spin(**env):
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    code = ("import json, os; from stabsim.thread_pools import short_openmp_spin; "
+            "print(json.dumps([short_openmp_spin(), os.environ.get('GOMP_SPINCOUNT')]))")
+    out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_openmp_spin_shortened_unless_the_user_chose():
+    assert _spin() == [True, str(OPENMP_SPIN)]
+    assert _spin(GOMP_SPINCOUNT="50") == [False, "50"]
+    assert _spin(OMP_WAIT_POLICY="active") == [False, None]
