@@ -30,12 +30,18 @@ import os
 INLINE_ENV = "STABSIM_ANALYSE_INLINE"
 #: worker processes for the analyses
 WORKERS = 1
+#: the workers' scheduling priority, below the computing process (os.nice increment)
+NICE = 10
 
 
 def _init_worker(plugins) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops this worker
+    try:   # the computation first: a descheduled OpenMP thread holds all its threads at a barrier
+        os.nice(NICE)
+    except (AttributeError, OSError):
+        pass
     import numba
 
     from ..thread_pools import configure_thread_pools
