@@ -5,8 +5,12 @@ each study in the process that computes, it left one of two cores idle for about
 full suite.  ``BackgroundAnalyses`` runs the analyses in ``WORKERS`` spawned worker process(es)
 instead, so that they overlap with the next studies' computation; the workers run numba on one
 thread (the computing process keeps every core), with BLAS on one thread and a short OpenMP spin
-(:mod:`stabsim.thread_pools`).  One worker: a second one let the quick suite's last analyses
-finish 18 s sooner but cost as much CPU as it saved (benchmarks/README.md).
+(:mod:`stabsim.thread_pools`), at a lower priority (``NICE``): at normal priority the worker
+now and then took a core from one of the computing process's OpenMP threads, which held the
+others at the loop's barrier (the quick suite: 42 s more CPU, 10 s more wall than analysing in
+place; at nice 10 the same as in place, the full suite 12 s faster than at normal priority).
+One worker: a second one let the quick suite's last analyses finish 18 s sooner but cost as much
+CPU as it saved (benchmarks/README.md, "Two thread pools").
 Each analysis writes only into its own study's folder (and the accounting memo, which is written
 atomically), so they can run side by side.
 
