@@ -1,8 +1,9 @@
 """P2 Alg. 1's full all-pairs gradient (``kernels/p2_removal.full_grad``): evaluating phi once per
 unordered pair (n x n workspaces) gives the numbers of evaluating every ordered pair, bit for bit.
 
-The reference is the same function without workspaces (the ordered-pair loop), so this test states
-an exact identity of two summation schemes, not a tolerance."""
+The references are the same function without workspaces and a plain Python loop that evaluates
+every ordered pair (the kernel's loop before the change, written out with the same operations in
+the same order), so this test states an exact identity of summation schemes, not a tolerance."""
 
 from __future__ import annotations
 
@@ -11,7 +12,39 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stabsim.kernels.p2_removal import full_grad
-from stabsim.losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, QHINGE, RANKING, SQUARED
+from stabsim.losses import (AUC, AUC_ORDERED, HINGE, LOGISTIC, QHINGE, RANKING, SQUARED, _linear_coef,
+                            phi_value_deriv)
+
+
+def _python_grad(form, phi, q, w, X, Y, skip):
+    """Every ordered pair a != b (neither removed), phi and its coefficient each time."""
+    n, d = X.shape
+    m = n - 1 if skip >= 0 else n
+    sc = 1.0 / (m * (m - 1.0))
+    s = [0.0] * n
+    for a in range(n):
+        for c in range(d):
+            s[a] += w[c] * X[a, c]
+    co = [0.0] * n
+    tot = 0.0
+    for a in range(n):
+        for b in range(n):
+            if a == skip or b == a or b == skip:
+                continue
+            cf = _linear_coef.py_func(form, Y[a], Y[b])
+            if cf == 0.0 and form != RANKING:
+                continue
+            val, dphi = phi_value_deriv.py_func(phi, cf * (s[a] - s[b]), q)
+            tot += val
+            co[a] += dphi * cf
+            co[b] -= dphi * cf
+    g = np.zeros(d)
+    for a in range(n):
+        f = sc * co[a]
+        if f != 0.0:
+            for c in range(d):
+                g[c] += f * X[a, c]
+    return tot * sc, g
 
 
 def _grad(form, phi, q, w, X, Y, skip, buffered):
@@ -39,8 +72,10 @@ def test_once_per_unordered_pair_is_bit_identical(n, d, form, phi, labels, seed,
     q = 2.5 if phi == QHINGE else 1.0
     t1, g1 = _grad(form, phi, q, w, X, Y, skip, True)
     t0, g0 = _grad(form, phi, q, w, X, Y, skip, False)
-    assert np.float64(t1).tobytes() == np.float64(t0).tobytes()
-    assert g1.tobytes() == g0.tobytes()
+    tp, gp = _python_grad(form, phi, q, w, X, Y, skip)
+    for t, g in ((t0, g0), (tp, gp)):
+        assert np.float64(t1).tobytes() == np.float64(t).tobytes()
+        assert g1.tobytes() == g.tobytes()
 
 
 def test_workspace_is_refreshed_between_calls():

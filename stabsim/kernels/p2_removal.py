@@ -64,23 +64,7 @@ def full_grad(form, phi, q, w, X, Y, skip, g, dx, sc_buf, co_buf, pv_buf, pf_buf
                 s += w[c] * X[a, c]
             sc_buf[a] = s
             co_buf[a] = 0.0
-        if form != AUC_ORDERED and pv_buf.shape[0] >= n * n:
-            tot = _linear_pairs_symmetric(form, phi, q, Y, skip, sc_buf, co_buf, pv_buf, pf_buf)
-        else:
-            for a in range(n):
-                if a == skip:
-                    continue
-                for b in range(n):
-                    if b == a or b == skip:
-                        continue
-                    cf = _linear_coef(form, Y[a], Y[b])
-                    if cf == 0.0 and form != RANKING:
-                        continue
-                    val, dphi = phi_value_deriv(phi, cf * (sc_buf[a] - sc_buf[b]), q)
-                    tot += val
-                    f = dphi * cf
-                    co_buf[a] += f
-                    co_buf[b] -= f
+        tot = _linear_pairs(form, phi, q, Y, skip, sc_buf, co_buf, pv_buf, pf_buf)
         for a in range(n):
             f = sc * co_buf[a]
             if f != 0.0:
@@ -98,15 +82,18 @@ def full_grad(form, phi, q, w, X, Y, skip, g, dx, sc_buf, co_buf, pv_buf, pf_buf
 
 
 @njit(cache=True, inline="always")
-def _linear_pairs_symmetric(form, phi, q, Y, skip, sc_buf, co_buf, pv_buf, pf_buf):
-    """The ordered-pair loop of ``full_grad`` for auc and ranking, phi evaluated once per
-    unordered pair (see there).  Returns the sum of phi; adds the coefficients into co_buf.
+def _linear_pairs(form, phi, q, Y, skip, sc_buf, co_buf, pv_buf, pf_buf):
+    """The ordered-pair loop of ``full_grad`` for the linear forms: returns the sum of phi over
+    the pairs and adds each pair's coefficient f into co_buf (+f at a, -f at b).  For auc and
+    ranking with n * n workspaces, phi is evaluated once per unordered pair (see ``full_grad``).
 
     Exactness: fl(-c) = -fl(c) and fl(s_b - s_a) = -fl(s_a - s_b), so (b, a) has the margin of
-    (a, b) bit for bit.  A pair with c = 0 has margin +-0, for which every phi gives phi(0); its
-    coefficient +-0 is skipped, which changes nothing as co_buf (starting at +0) never holds -0.
+    (a, b) bit for bit.  A pair with c = 0 has margin +-0, for which every phi gives phi(0) (auc
+    skips it, ranking adds phi(0)); its coefficient +-0 is not added, which changes nothing as
+    co_buf (starting at +0) never holds -0.
     """
     n = sc_buf.shape[0]
+    sym = form != AUC_ORDERED and pv_buf.shape[0] >= n * n
     v0 = phi_value_deriv(phi, 0.0, q)[0]
     tot = 0.0
     for a in range(n):
@@ -120,14 +107,15 @@ def _linear_pairs_symmetric(form, phi, q, Y, skip, sc_buf, co_buf, pv_buf, pf_bu
                 if form == RANKING:
                     tot += v0
                 continue
-            if b > a:
-                val, dphi = phi_value_deriv(phi, cf * (sc_buf[a] - sc_buf[b]), q)
-                f = dphi * cf
-                pv_buf[b * n + a] = val   # read back on the visit of (b, a), row b
-                pf_buf[b * n + a] = f
-            else:
+            if sym and b < a:
                 val = pv_buf[a * n + b]
                 f = -pf_buf[a * n + b]
+            else:
+                val, dphi = phi_value_deriv(phi, cf * (sc_buf[a] - sc_buf[b]), q)
+                f = dphi * cf
+                if sym:
+                    pv_buf[b * n + a] = val   # read back on the visit of (b, a), row b
+                    pf_buf[b * n + a] = f
             tot += val
             co_buf[a] += f
             co_buf[b] -= f
