@@ -61,3 +61,25 @@ def test_an_analysis_error_reaches_the_caller(tmp_path):
 def test_switched_off_by_the_environment(monkeypatch):
     monkeypatch.setenv(INLINE_ENV, "1")
     assert BackgroundAnalyses.start() is None
+
+
+def test_the_report_redoes_an_analysis_left_older_than_its_data(tmp_path, capsys, monkeypatch):
+    """What an interrupted background analysis leaves (no analysis.json, or the previous one, older
+    than data.nc) is analysed anew by the report, not read as it is."""
+    import os
+
+    from stabsim.report import collect
+
+    monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
+    assert main(["run", "p0_thm1", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
+    study = tmp_path / "p0_thm1"
+    a, data = study / "analysis.json", study / "data.nc"
+    rows = json.loads(a.read_text())["rows"]
+    a.write_text(json.dumps({"rows": [], "stale": True}))            # an earlier run's record ...
+    old = data.stat().st_mtime - 60
+    os.utime(a, (old, old))                                          # ... older than data.nc
+    (recs,) = collect(tmp_path)
+    assert "stale" not in recs and recs["rows"] == rows
+    a.unlink()                                                       # none at all
+    (recs,) = collect(tmp_path)
+    assert recs["rows"] == rows and a.is_file()
