@@ -45,8 +45,8 @@ def test_user_setting_is_respected():
     assert r["changed"] is False and r["env"] == "2"
 
 
-def test_stabsim_run_limits_blas(monkeypatch, tmp_path):
-    """The CLI's run calls it before any study (the flag it returns is recorded by a stand-in)."""
+def test_stabsim_run_configures_thread_pools(monkeypatch, tmp_path):
+    """`stabsim run` calls configure_thread_pools once, before its studies (a stand-in counts the calls)."""
     import stabsim.cli as cli
 
     calls = []
