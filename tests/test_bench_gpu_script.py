@@ -30,7 +30,8 @@ def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
     else:   # the simulator runs the CPU's compiled replicate: identical numbers
         assert agree["dist_iterate"] == 0.0 and agree["loss_path"] == 0.0
         assert device.startswith("numba CUDA simulator")
-    bench_gpu.main(argv)   # a second run replaces the section instead of adding one
+    # the run saved the section after each of its 3 tune rows, after the workload and at the end:
+    # each save replaced it instead of adding one
     text = md.read_text()
     assert text.startswith("# Benchmark results\n\nkept text\n")
     assert text.count(bench_gpu.MARK_BEGIN) == 1 and text.count(bench_gpu.MARK_END) == 1

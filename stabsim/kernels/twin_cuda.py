@@ -34,7 +34,7 @@ import numpy as np
 from numba import float64
 
 from ..backend import cuda_module, simulator_enabled
-from .twin import GENERAL, N_REC, build_replicate, call_setup, twin_layout
+from .twin import _CPU_REPLICATES, GENERAL, N_REC, build_replicate, call_setup, twin_layout
 
 # imported here, not on ``import stabsim`` (this module is imported only when a GPU run is asked
 # for); a module global, as numba's simulator expects of the ``cuda`` a kernel refers to
@@ -72,9 +72,12 @@ def cuda_kernel(kind: int, spec: tuple | None = None):
     """The CUDA kernel of one kind (compiled for the GPU on its first launch); ``spec``: the
     constants of a specialised build (``SPECIALIZE``); a seventh entry p > 0 builds the kernel
     with per-thread iterates of that size (``LOCAL_MAX_P``)."""
-    replicate = build_replicate(kind, False, spec)
     if simulator_enabled():
-        replicate = _on_simulated_arrays(replicate)
+        # the CPU kernel's own replicate (it also polls ``stop``, which the launch leaves at 0):
+        # compiled once for both backends; a specialised build has its own constants
+        replicate = _on_simulated_arrays(_CPU_REPLICATES[kind] if spec is None else build_replicate(kind, False, spec))
+    else:
+        replicate = build_replicate(kind, False, spec)
 
     # numba's simulator has no registers (and its jit takes no such option)
     options = {} if MAX_REGISTERS is None or simulator_enabled() else {"max_registers": int(MAX_REGISTERS)}
@@ -126,7 +129,7 @@ def _on_simulated_arrays(fn):
     """In numba's CUDA simulator a kernel runs as Python and sees its arrays as simulator
     wrappers, which the compiled (CPU) replicate cannot take: hand it the NumPy arrays inside.
     The strided scratch views (replicate axis last) are passed as contiguous copies and written
-    back, so the simulator reuses the replicate the CPU kernel compiled (no second compilation);
+    back, so that the replicate the CPU kernel compiled takes them (no second compilation);
     the strided layout itself is compiled for the GPU (docs/gpu.md, "Checks without a GPU")."""
     def call(*args):
         plain, back = [], []
