@@ -7,6 +7,7 @@ if os.environ.get("STABSIM_TEST_GPU") != "1":
     os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 
 import matplotlib  # noqa: E402
+import pytest  # noqa: E402
 
 matplotlib.use("Agg")
 sys.path.insert(0, os.path.dirname(__file__))  # tests/naive.py, tests/naive_private.py
@@ -26,3 +27,18 @@ def pytest_sessionstart(session):
 
     configure_thread_pools()   # as `stabsim run` does (stabsim.thread_pools)
     warm()
+
+
+@pytest.hookimpl(trylast=True)   # after -k / -m have deselected
+def pytest_collection_modifyitems(session, config, items):
+    """Start the child processes that collected tests will wait for (tests/early_children.py)."""
+    import early_children
+
+    for module in {item.module for item in items if hasattr(item, "module")}:
+        early_children.start_for(module)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import early_children
+
+    early_children.stop_all()

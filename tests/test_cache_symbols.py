@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import early_children
+
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,20 +34,32 @@ np.savez(sys.argv[1], **out)
 """
 
 
-def test_kernel_kinds_compiled_by_different_processes_keep_their_own_code(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "STABSIM_NO_WARMUP": "1",
+#: each kind compiled (and cached) by its own process, at the same time, as the warm-up does;
+#: started when the session starts (tests/early_children.py)
+EARLY_CHILDREN = ("pair", "point")
+
+
+def _env(folder):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(folder / "cache"), "STABSIM_NO_WARMUP": "1",
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     env.pop("STABSIM_NUMBA_CACHE_AUTO", None)
+    return env
+
+
+def early_child(kind, folder):
+    return [sys.executable, "-c", CHILD, str(folder / f"{kind}.npz"), kind], _env(folder)
+
+
+def test_kernel_kinds_compiled_by_different_processes_keep_their_own_code(tmp_path):
+    done, tmp_path = early_children.results(sys.modules[__name__], tmp_path)
+    for p in done.values():
+        assert p.returncode == 0, p.stderr
+    env = _env(tmp_path)
 
     def child(out, *kinds):
         return subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path / out), *kinds], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    # each kind compiled (and cached) by its own process, at the same time, as the warm-up does
-    first = [child("pair.npz", "pair"), child("point.npz", "point")]
-    for p in first:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err
     # then both loaded from the cache into one process, in either order
     for out, order in (("ab.npz", ("pair", "point")), ("ba.npz", ("point", "pair"))):
         p = child(out, *order)

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+import early_children
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,12 +68,21 @@ json.dump(found, open(sys.argv[1], "w"))
 """
 
 
-def test_no_function_compiled_without_reference_counting_returns_an_array(tmp_path):
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "STABSIM_NO_WARMUP": "1",
+#: started when the session starts (tests/early_children.py)
+EARLY_CHILDREN = ("nrt_free",)
+
+
+def early_child(key, folder):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(folder / "cache"), "STABSIM_NO_WARMUP": "1",
            "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    out = tmp_path / "found.json"
-    p = subprocess.run([sys.executable, "-c", CHILD, str(out)], env=env, capture_output=True, text=True, timeout=900)
+    return [sys.executable, "-c", CHILD, str(folder / "found.json")], env
+
+
+def test_no_function_compiled_without_reference_counting_returns_an_array(tmp_path):
+    done, folder = early_children.results(sys.modules[__name__], tmp_path)
+    p = done["nrt_free"]
     assert p.returncode == 0, p.stderr
+    out = folder / "found.json"
     found = json.loads(out.read_text())
     names = {name for name, _, _ in found}
     # the context reached what it should: the replicates, their callees, P2's and GIGA's helpers
