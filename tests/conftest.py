@@ -31,9 +31,12 @@ def pytest_sessionstart(session):
 
 @pytest.hookimpl(trylast=True)   # after -k / -m have deselected
 def pytest_collection_modifyitems(session, config, items):
-    """Start the child processes that collected tests will wait for (tests/early_children.py)."""
+    """Start the child processes that collected tests will wait for (tests/early_children.py);
+    not in a pytest-xdist worker, where every worker collects every test (the tests start them)."""
     import early_children
 
+    if hasattr(config, "workerinput"):
+        return
     for module in {item.module for item in items if hasattr(item, "module")}:
         early_children.start_for(module)
 
