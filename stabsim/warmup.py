@@ -30,8 +30,8 @@ SIGNATURES = Path(__file__).resolve().parent / "data" / "kernel_signatures.pkl"
 # numba files a cache entry under the source file's folder path too, so two checkouts of the same
 # source (same cache folder) do not share entries: one marker per checkout
 MARKER = "warmup-done-" + hashlib.sha1(str(Path(__file__).resolve().parent).encode()).hexdigest()[:16]
-#: compiled first, each in its own task: the four twin kernels take most of the time
-_HEAVY = re.compile(r"_kernel\(\d\)$")
+#: compiled first, each in its own task: the twin kernel's four replicates take most of the time
+_HEAVY = re.compile(r"_CPU_REPLICATES\[\d\]$")
 
 
 def _resolve(module: str, path: str):
@@ -65,7 +65,7 @@ def _compile_task(entries) -> tuple[int, int]:
 
 
 def _tasks(entries) -> list:
-    """The twin kernels one per task (largest first), the other kernels one task per module."""
+    """The twin replicates one per task (largest first), the other kernels one task per module."""
     heavy = [[e] for e in entries if _HEAVY.search(e[1])]
     by_module: dict[str, list] = {}
     for e in entries:
@@ -143,10 +143,6 @@ def record(out=SIGNATURES) -> int:
                     add(name, f"{attr}[{i}]", o)
             else:
                 add(name, attr, obj)
-    from .kernels import twin
-
-    for k in range(twin.GENERAL + 1):
-        add("stabsim.kernels.twin", f"_kernel({k})", twin._kernel(k))
     with open(out, "wb") as fh:
         pickle.dump(entries, fh)
     return sum(len(e[2]) for e in entries)

@@ -328,7 +328,7 @@ def test_no_writable_cache_folder_at_all_compiles_without_cache(tmp_path):
         @numba.njit(cache=True)
         def f(x):
             return x + 1
-        assert f(1) == 2 and stabsim.kernels.twin._kernel(0)._cache.__class__.__name__ == "NullCache"
+        assert f(1) == 2 and stabsim.kernels.twin._twin_kernel._cache.__class__.__name__ == "NullCache"
         print("ok")
     """)
     env = {**ENV, "NUMBA_CACHE_DIR": str(f / "numba"), "HOME": str(f / "home"), "XDG_CACHE_HOME": str(f / "xdg")}

@@ -15,7 +15,8 @@ def test_recorded_signatures_resolve_to_kernels():
     entries = warmup.load_signatures()
     assert entries, "stabsim/data/kernel_signatures.pkl is missing or unreadable"
     paths = {(m, p) for m, p, _ in entries}
-    assert ("stabsim.kernels.twin", "_kernel(0)") in paths   # the four twin kernels are recorded
+    assert ("stabsim.kernels.twin", "_twin_kernel") in paths   # the twin kernel and its replicates
+    assert ("stabsim.kernels.twin", "_CPU_REPLICATES[0]") in paths
     for module, path, sigs in entries:
         disp = warmup._resolve(module, path)
         assert hasattr(disp, "compile") and sigs
@@ -36,11 +37,11 @@ def test_recorded_signatures_fit_the_kernels_arguments():
                 f"{module}.{path}: recorded signature has {len(sig)} arguments, the kernel takes {fixed}"
 
 
-def test_tasks_put_each_twin_kernel_alone_and_first():
-    entries = [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "_kernel(3)", [SIG]),
-               ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.kernels.twin", "_kernel(0)", [SIG])]
+def test_tasks_put_each_twin_replicate_alone_and_first():
+    entries = [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "_CPU_REPLICATES[3]", [SIG]),
+               ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.kernels.twin", "_CPU_REPLICATES[0]", [SIG])]
     tasks = warmup._tasks(entries)
-    assert [t[0][1] for t in tasks[:2]] == ["_kernel(3)", "_kernel(0)"]
+    assert [t[0][1] for t in tasks[:2]] == ["_CPU_REPLICATES[3]", "_CPU_REPLICATES[0]"]
     assert sorted(e[1] for e in tasks[2]) == ["fill_normal", "fill_uniform"]
 
 

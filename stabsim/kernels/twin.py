@@ -37,16 +37,17 @@ and ALL_PREV's new draw), fhat_j(w_{j-1}) is an unbiased estimate of F_S(w_{j-1}
 How the kernel is made fast
 ---------------------------
 ``twin_kernel`` (the entry point, same arguments for every configuration) runs one of four
-compiled kernels (``kernel_kind``): ``FAST_PREVIOUS`` (P1 Alg. 1/2: PREVIOUS with s = 1),
+compiled replicates (``kernel_kind``): ``FAST_PREVIOUS`` (P1 Alg. 1/2: PREVIOUS with s = 1),
 ``FAST_PAIR`` (UNIFORM_PAIR: SGD_pair, P4 Alg. 2) and ``FAST_POINT`` (P4 Alg. 1), each with a
 linear margin, and ``GENERAL`` for everything else (buffers s > 1, ALL_PREV, FULL_BATCH,
-metric learning).  The kind is a closure constant of ``_build``, so numba drops the other
-kinds' code before typing; loss, constraint, output and noise stay run-time codes (a
+metric learning).  The kind is a closure constant of ``build_replicate``, so numba drops the
+other kinds' code before typing; loss, constraint, output and noise stay run-time codes (a
 well-predicted branch costs far less than a compilation for each of their combinations
-would: four kernels compile in about 75 s once, then load from the on-disk cache).  One
-replicate is ``build_replicate(KIND, ...)``, a function of its scratch arrays: the CPU kernel
-allocates them in its ``prange`` loop and calls it; the CUDA kernel (``twin_cuda``) calls the same
-function on each thread's slices of device arrays, so the step is written once for both backends.
+would).  One replicate is ``build_replicate(KIND, ...)``, a function of its scratch arrays: the
+CPU kernel (``_twin_kernel``, one for all kinds) allocates them in its ``prange`` loop and calls
+the kind's replicate through its address (``native_call``: compiled once, not once per kind);
+the CUDA kernel (``twin_cuda``) calls the same function on each thread's slices of device
+arrays, so the step is written once for both backends.
 
 * Iterates live in a (2, 2, p) array W[run, slot]: slot 1 holds w_{t-1} and is updated in
   place into w_t; slot 0 holds the iterate the output sum is waiting for (w_{t-2} for the
@@ -91,11 +92,10 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import lru_cache
 
 import numpy as np
-from numba import njit, prange, types
-from numba.core.errors import NumbaExperimentalFeatureWarning, NumbaPerformanceWarning
+from numba import njit, prange, typeof, types
+from numba.core.errors import NumbaPerformanceWarning
 from numba.extending import intrinsic
 
 from ..constraints import FROBENIUS, L2, project
@@ -104,6 +104,7 @@ from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _lin
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
 from .._signals import call_interruptible, new_stop_flag
 from .allpairs import allpairs_grad, allprev_pairs, allprev_squared, stats_add
+from .native_call import make_native_caller, native_address
 from .nrt_free import NRT_FREE
 
 PREVIOUS, ALL_PREV, UNIFORM_PAIR, POINTWISE, FULL_BATCH = range(5)
@@ -365,7 +366,7 @@ FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL = range(4)
 
 
 def kernel_kind(schedule: int, s: int, form: int) -> int:
-    """Which compiled kernel runs a configuration (see ``_build``)."""
+    """Which compiled replicate runs a configuration (see ``_twin_kernel``)."""
     if schedule == PREVIOUS and s == 1 and form in _LINEAR_PAIR_FORMS:
         return FAST_PREVIOUS
     if schedule == UNIFORM_PAIR and form in _LINEAR_PAIR_FORMS:
@@ -604,50 +605,70 @@ def _own_name(fn, name: str):
     return fn
 
 
-def _build(KIND):
-    """The parallel (CPU) twin kernel of one kind.  ``KIND`` is a closure constant, so numba drops
-    the code of the other kinds before typing; the loss, constraint, output and noise codes stay
-    run-time arguments (well-predicted branches cost far less than a compilation for every
-    combination would)."""
-    def kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
-               T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
-               stop):
-        R = W0.shape[0]
-        p = W0.shape[1]
-        d = X.shape[2]
-        n, hlen, nwork, use_stats, slen = twin_layout(X, Y, R, schedule, s, form, phi, T)
-        for r in prange(R):
-            W = np.empty((2, 2, p))
-            g = np.empty((2, p))
-            acc = np.empty((2, p))
-            nz = np.empty((2, p))
-            dx = np.empty(max(d, p))
-            hist = np.empty(hlen, dtype=np.int64)
-            A = np.empty((md, md))
-            V = np.empty((md, md))
-            lam = np.empty(md)
-            tmp = np.empty(md)
-            work = np.empty(nwork)
-            stats = np.empty((2, 2, slen))
-            nrm2 = np.empty(2)
-            # np.int64: the parfor's index is uint64 in its body and int64 when typed before the
-            # conversion; one type means one compilation of the replicate instead of two (~9 s each)
-            _CPU_REPLICATES[KIND](np.int64(r), X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind,
-                                  radius, md, T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts,
-                                  rec, rec_out, outs, stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp,
-                                  work, stats, nrm2)
-
-    return njit(cache=True, parallel=True, nogil=True)(_own_name(kernel, f"twin_kernel_kind{KIND}"))
+def replicate_types(kernel_types) -> tuple:
+    """The argument types of the replicate that ``_twin_kernel`` calls, from the types of the
+    kernel's arguments after ``replicate`` (X .. stop): the replicate index, those arguments, the
+    layout's n and use_stats, then the scratch arrays the kernel allocates.  Both the kernel's
+    call (checked when it compiles) and ``replicate_address`` use this one rule."""
+    kernel_types = tuple(kernel_types)[:31]
+    f8 = [types.Array(types.float64, nd, "C") for nd in (1, 2, 3)]
+    scratch = (f8[2], f8[1], f8[1], f8[1], f8[0], types.Array(types.int64, 1, "C"), f8[1], f8[1], f8[0],
+               f8[0], f8[0], f8[2], f8[0])   # W, g, acc, nz, dx, hist, A, V, lam, tmp, work, stats, nrm2
+    return (types.int64,) + kernel_types + (types.int64, types.boolean) + scratch
 
 
-# The CPU kernels reach their replicate through this module-level tuple, not a closure variable:
-# numba keys its on-disk cache of a closure by the pickled closure variables, and a compiled
-# function pickles with a per-process id, so a captured ``replicate`` made every process compile
-# the kernel again.  (Indexing the tuple with the constant KIND is numba's "first-class function"
-# call, whose experimental-feature warning is silenced.)
+_call_replicate = make_native_caller(lambda tys: replicate_types(tys[1:]), "the twin kernel's replicate")
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _twin_kernel(replicate, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
+                 T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs, stop):
+    """The parallel (CPU) twin kernel: a ``prange`` over the R replicates, each with its own
+    scratch, running the compiled replicate at address ``replicate`` (one kind's
+    ``_CPU_REPLICATES`` entry, ``replicate_address``).  Called through its address, the replicate
+    is not linked into this kernel: one compilation of the kernel serves every kind
+    (``native_call``).  The kind is a closure constant of each replicate, so numba drops the code of
+    the other kinds before typing; the loss, constraint, output and noise codes stay run-time
+    arguments (well-predicted branches cost far less than a compilation for every combination)."""
+    R = W0.shape[0]
+    p = W0.shape[1]
+    d = X.shape[2]
+    n, hlen, nwork, use_stats, slen = twin_layout(X, Y, R, schedule, s, form, phi, T)
+    for r in prange(R):
+        W = np.empty((2, 2, p))
+        g = np.empty((2, p))
+        acc = np.empty((2, p))
+        nz = np.empty((2, p))
+        dx = np.empty(max(d, p))
+        hist = np.empty(hlen, dtype=np.int64)
+        A = np.empty((md, md))
+        V = np.empty((md, md))
+        lam = np.empty(md)
+        tmp = np.empty(md)
+        work = np.empty(nwork)
+        stats = np.empty((2, 2, slen))
+        nrm2 = np.empty(2)
+        # np.int64: the parfor's index is uint64 in its body
+        _call_replicate(replicate, (np.int64(r), X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q,
+                                    ckind, radius, md, T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref,
+                                    W0, ckpts, rec, rec_out, outs, stop, n, use_stats, W, g, acc, nz, dx, hist,
+                                    A, V, lam, tmp, work, stats, nrm2))
+
+
+#: The CPU replicates, one per kind (compiled on their first use, each under its own name).
 _CPU_REPLICATES = tuple(build_replicate(kind, True) for kind in range(GENERAL + 1))
-warnings.filterwarnings("ignore", message=r"(?s).*First-class function type feature is experimental",
-                        category=NumbaExperimentalFeatureWarning)
+_ADDRESSES: dict = {}
+
+
+def replicate_address(kind: int, kernel_args: tuple) -> int:
+    """The address of kind ``kind``'s replicate compiled for ``_twin_kernel(addr, *kernel_args)``
+    (compiled or loaded from the on-disk cache on first use)."""
+    argtypes = replicate_types(typeof(a) for a in kernel_args)
+    key = (kind, argtypes)
+    addr = _ADDRESSES.get(key)
+    if addr is None:
+        addr = _ADDRESSES[key] = native_address(_CPU_REPLICATES[kind], argtypes)
+    return addr
 
 
 @njit(cache=True)
@@ -790,11 +811,6 @@ def _direct(fn, *args, stop):
     return fn(*args)
 
 
-@lru_cache(maxsize=None)
-def _kernel(kind):
-    return _build(kind)
-
-
 def call_setup(schedule, s, form, etas, omegas, sigma, indep_noise, kind, T, strides):
     """What both backends' entry points derive from their arguments, checked:
     (sigma, noise code, T, eta stride, omega stride, kernel kind)."""
@@ -839,9 +855,7 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
     # A short call on a fast kind (under about 0.1 s on one core) runs directly: a signal waits for
     # it, and it saves the helper thread's start (0.05-0.5 ms on a loaded machine).
     small = kk != GENERAL and W0.shape[0] * T * max(X.shape[2], 10) < INTERRUPTIBLE_MIN_WORK
-    (_direct if small else call_interruptible)(
-        _kernel(kk),
-        X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
-        float(q), i64(ckind), float(radius), i64(md), i64(T), etas, i64(es), omegas, i64(os_),
-        i64(avg_lag), i64(noise), sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs, stop,
-        stop=stop)
+    args = (X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
+            float(q), i64(ckind), float(radius), i64(md), i64(T), etas, i64(es), omegas, i64(os_),
+            i64(avg_lag), i64(noise), sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs, stop)
+    (_direct if small else call_interruptible)(_twin_kernel, replicate_address(kk, args), *args, stop=stop)
