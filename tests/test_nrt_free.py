@@ -64,6 +64,11 @@ p2_removal.full_grad(METRIC, 0, 1.0, w, X, y, -1, g, dx, np.zeros(20), np.zeros(
 p2_removal.full_grad(AUC, 2, 1.0, w[:3], X, y, -1, g[:3], dx, np.zeros(20), np.zeros(20), np.zeros(400), np.zeros(400))
 giga.ball_point(np.uint64(1), 0, 9, 3, 1.0, w)
 giga._lhat(AUC, 0, 1.0, w[:3], X, y, np.arange(20), 5, False, -1, 0, 1.0, g[:3], dx)
+R = 2   # GIGA's replicate (called through its address by the parallel loop)
+giga.giga_kernel(np.vstack([X, X[:R]])[None], np.r_[y, y[:R]][None], np.zeros(R, np.int64), 20 + np.arange(R),
+                 np.arange(R), np.int64(0), np.array([np.arange(20)] * R), AUC, 0, 1.0, 1, 1.0, 0, 0.1,
+                 np.int64(3), True, 0.5, 0.5, False, np.zeros((R, 3)), np.array([20]),
+                 np.zeros((R, 1, giga.N_REC_GIGA)), False, np.zeros((1, 1, 2, 1)), np.zeros((R, 2, 2, 3)))
 json.dump(found, open(sys.argv[1], "w"))
 """
 
@@ -89,7 +94,8 @@ def test_no_function_compiled_without_reference_counting_returns_an_array(tmp_pa
     for expected in ("stabsim.kernels.twin.replicate_kind3", "stabsim.kernels.twin._general_step",
                      "stabsim.kernels.twin._pair", "stabsim.kernels.allpairs.allpairs_grad",
                      "stabsim.kernels.twin.replicate_kind2", "stabsim.kernels.p2_removal.full_grad",
-                     "stabsim.kernels.giga._lhat", "stabsim.kernels.giga.ball_point"):
+                     "stabsim.kernels.giga._lhat", "stabsim.kernels.giga.ball_point",
+                     "stabsim.kernels.giga._giga_replicate"):
         assert expected in names, sorted(names)
     assert not any(t.startswith("stabsim.kernels.twin._twin_kernel") for t in names)   # it allocates
     arrays = [(name, ret) for name, ret, is_array in found if is_array]

@@ -44,12 +44,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, typeof, types
 
 from ..constraints import project
 from ..losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad
 from ..rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
 from .allpairs import allprev_pairs
+from .native_call import make_native_caller, native_address
 from .nrt_free import NRT_FREE
 
 #: stream of P3's random points of C (burn-in points, OnPairC's random w_0); not in rng.py's list
@@ -126,7 +127,188 @@ def _dist(a, b):
     return math.sqrt(s)
 
 
+@njit(cache=True, **NRT_FREE)
+def _giga_replicate(r, X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md,
+                    alpha, T1, online, sig_coef, sigma_off, indep_noise, centers,
+                    ckpts, rec, rec_out, outs, final, w, wp, v, vp, rel, relp, g, gp, gdummy, acc, accp,
+                    racc, raccp, dx, A, V, lam, tmp):
+    """Replicate ``r`` of ``giga_kernel`` (same arguments), in the scratch arrays that follow
+    ``final`` (p-vectors w .. raccp, dx (d,), A, V (md, md), lam, tmp (md,)), which it
+    initialises: it allocates nothing, so it is compiled without reference counting."""
+    p = centers.shape[1]
+    n = perms.shape[1]
+    C = ckpts.shape[0]
+    Xs = X[0]
+    Ys = Y[0]
+    k = kidx[r]
+    krow = krows[r]
+    order = perms[r]
+    cen = centers[r]
+    key_b = stream_key(seed, reps[r], STREAM_BURNIN)
+    key_n = stream_key(seed, reps[r], STREAM_NOISE)
+    key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME) if indep_noise else key_n
+    # S' = S (k = -1) with shared noise: w' = w at every step, so the gradient on S' is the
+    # one on S, copied instead of summed again (the same numbers: tests/test_mirror.py)
+    mirror = k < 0 and not indep_noise
+    # w: w_{t-1}, then w_t (noise-free state) on S; v: the point played at t-1 (released online,
+    # internal offline); rel: the release at t (online); acc / racc: the non-private average and
+    # the average of releases (online); the primed names: the same on S'
+    for c in range(p):
+        w[c] = 0.0
+        wp[c] = 0.0
+        v[c] = 0.0
+        vp[c] = 0.0
+        rel[c] = 0.0
+        relp[c] = 0.0
+        gdummy[c] = 0.0
+        acc[c] = 0.0
+        accp[c] = 0.0
+        racc[c] = 0.0
+        raccp[c] = 0.0
+    lsum = 0.0
+    lsum_reg = 0.0
+    ci = 0
+    for t in range(1, n + 1):
+        # penalty Lhat_t(v_{t-1}, D_t), incurred for t >= 2 (run on S).  Offline after the
+        # burn-in v_{t-1} = w_{t-1}, and the gradient pass below returns this very value (the
+        # value does not depend on the gradient's scale): taken from there, not summed twice
+        reuse = not online and t > T1 and t >= 2
+        if t >= 2 and not reuse:
+            fv = _lhat(form, phi, q, v, Xs, Ys, order, t, False, k, krow, 0.0, gdummy, dx)
+            lsum += fv
+            lsum_reg += fv + _reg(v, cen, alpha)
+        if t <= T1:
+            ball_point(key_b, t, p, md, radius, w)
+            for c in range(p):
+                wp[c] = w[c]
+                rel[c] = w[c]
+                relp[c] = w[c]
+        else:
+            eta = (t - 1.0) / (t - 2.0) * 2.0 / (alpha * t)
+            for c in range(p):
+                g[c] = alpha * (w[c] - cen[c])
+                gp[c] = alpha * (wp[c] - cen[c])
+            fw = _lhat(form, phi, q, w, Xs, Ys, order, t, False, k, krow, 1.0, g, dx)
+            if reuse:   # a penalty step; v = w here (offline)
+                lsum += fw
+                lsum_reg += fw + _reg(v, cen, alpha)
+            if mirror:
+                for c in range(p):
+                    gp[c] = g[c]
+            else:
+                _lhat(form, phi, q, wp, Xs, Ys, order, t, True, k, krow, 1.0, gp, dx)
+            for c in range(p):
+                w[c] -= eta * g[c]
+                wp[c] -= eta * gp[c]
+            project(ckind, radius, w, md, A, V, lam, tmp)
+            project(ckind, radius, wp, md, A, V, lam, tmp)
+            if online:
+                sig = sig_coef / t
+                for c in range(p):
+                    z = normal(key_n, t * p + c)
+                    rel[c] = w[c] + sig * z
+                    if indep_noise:
+                        z = normal(key_np, t * p + c)
+                    relp[c] = wp[c] + sig * z
+                project(ckind, radius, rel, md, A, V, lam, tmp)
+                project(ckind, radius, relp, md, A, V, lam, tmp)
+        # averages
+        if online:
+            if t <= n - 1:
+                for c in range(p):
+                    acc[c] += w[c]
+                    accp[c] += wp[c]
+                    racc[c] += rel[c]
+                    raccp[c] += relp[c]
+        else:
+            for c in range(p):
+                acc[c] += w[c]
+                accp[c] += wp[c]
+        # the point played next
+        for c in range(p):
+            if online:
+                v[c] = rel[c]
+                vp[c] = relp[c]
+            else:
+                v[c] = w[c]
+                vp[c] = wp[c]
+        if ci < C and ckpts[ci] == t:
+            rec[r, ci, 0] = _dist(w, wp)
+            rec[r, ci, 1] = _dist(rel, relp) if online else rec[r, ci, 0]
+            rec[r, ci, 2] = lsum
+            rec[r, ci, 3] = lsum_reg
+            if rec_out:
+                for c in range(p):
+                    outs[r, ci, 0, c] = v[c]
+                    outs[r, ci, 1, c] = vp[c]
+            ci += 1
+    # final outputs
+    if online:
+        m = n - 1.0
+        for c in range(p):
+            final[r, 0, 0, c] = acc[c] / m
+            final[r, 0, 1, c] = accp[c] / m
+            final[r, 1, 0, c] = racc[c] / m
+            final[r, 1, 1, c] = raccp[c] / m
+    else:
+        for c in range(p):
+            final[r, 0, 0, c] = acc[c] / n
+            final[r, 0, 1, c] = accp[c] / n
+            z = normal(key_n, (n + 1) * p + c)
+            rel[c] = acc[c] / n + sigma_off * z
+            if indep_noise:
+                z = normal(key_np, (n + 1) * p + c)
+            relp[c] = accp[c] / n + sigma_off * z
+        project(ckind, radius, rel, md, A, V, lam, tmp)
+        project(ckind, radius, relp, md, A, V, lam, tmp)
+        for c in range(p):
+            final[r, 1, 0, c] = rel[c]
+            final[r, 1, 1, c] = relp[c]
+
+
+def _replicate_types(kernel_types) -> tuple:
+    """The argument types of ``_giga_replicate`` from those of ``giga_kernel`` (X .. final)."""
+    f1 = types.Array(types.float64, 1, "C")
+    f2 = types.Array(types.float64, 2, "C")
+    return (types.int64,) + tuple(kernel_types)[:25] + (f1,) * 14 + (f2, f2, f1, f1)
+
+
+_call_replicate = make_native_caller(lambda tys: _replicate_types(tys[1:]), "GIGA's replicate")
+
+
 @njit(cache=True, parallel=True)
+def _giga_parallel(replicate, X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md,
+                   alpha, T1, online, sig_coef, sigma_off, indep_noise, centers, ckpts, rec, rec_out, outs, final):
+    """The replicates in parallel, each with its own scratch, through ``_giga_replicate``'s
+    address (``native_call``: the replicate is compiled once, not linked and optimised again)."""
+    R = centers.shape[0]
+    p = centers.shape[1]
+    d = X.shape[2]
+    for r in prange(R):
+        w = np.empty(p)
+        wp = np.empty(p)
+        v = np.empty(p)
+        vp = np.empty(p)
+        rel = np.empty(p)
+        relp = np.empty(p)
+        g = np.empty(p)
+        gp = np.empty(p)
+        gdummy = np.empty(p)
+        acc = np.empty(p)
+        accp = np.empty(p)
+        racc = np.empty(p)
+        raccp = np.empty(p)
+        dx = np.empty(d)
+        A = np.empty((md, md))
+        V = np.empty((md, md))
+        lam = np.empty(md)
+        tmp = np.empty(md)
+        _call_replicate(replicate, (np.int64(r), X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind,
+                                    radius, md, alpha, T1, online, sig_coef, sigma_off, indep_noise, centers,
+                                    ckpts, rec, rec_out, outs, final, w, wp, v, vp, rel, relp, g, gp, gdummy,
+                                    acc, accp, racc, raccp, dx, A, V, lam, tmp))
+
+
 def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md,
                 alpha, T1, online, sig_coef, sigma_off, indep_noise, centers,
                 ckpts, rec, rec_out, outs, final):
@@ -138,138 +320,7 @@ def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radiu
     centers (R, p): regulariser centres.  ckpts (C,): increasing steps in 1..n.
     rec (R, C, N_REC_GIGA); outs (R, C, 2, p) when rec_out; final (R, 2, 2, p).
     """
-    R = centers.shape[0]
-    p = centers.shape[1]
-    n = perms.shape[1]
-    d = X.shape[2]
-    C = ckpts.shape[0]
-    Xs = X[0]
-    Ys = Y[0]
-    for r in prange(R):
-        k = kidx[r]
-        krow = krows[r]
-        order = perms[r]
-        cen = centers[r]
-        key_b = stream_key(seed, reps[r], STREAM_BURNIN)
-        key_n = stream_key(seed, reps[r], STREAM_NOISE)
-        key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME) if indep_noise else key_n
-        # S' = S (k = -1) with shared noise: w' = w at every step, so the gradient on S' is the
-        # one on S, copied instead of summed again (the same numbers: tests/test_mirror.py)
-        mirror = k < 0 and not indep_noise
-        w = np.zeros(p)        # w_{t-1}, then w_t (noise-free state) on S
-        wp = np.zeros(p)       # same on S'
-        v = np.zeros(p)        # point played at t-1 (released online / internal offline) on S
-        vp = np.zeros(p)
-        rel = np.zeros(p)      # release at t (online)
-        relp = np.zeros(p)
-        g = np.empty(p)
-        gp = np.empty(p)
-        gdummy = np.zeros(p)
-        acc = np.zeros(p)      # non-private average
-        accp = np.zeros(p)
-        racc = np.zeros(p)     # average of releases (online)
-        raccp = np.zeros(p)
-        dx = np.empty(d)
-        A = np.empty((md, md))
-        V = np.empty((md, md))
-        lam = np.empty(md)
-        tmp = np.empty(md)
-        lsum = 0.0
-        lsum_reg = 0.0
-        ci = 0
-        for t in range(1, n + 1):
-            # penalty Lhat_t(v_{t-1}, D_t), incurred for t >= 2 (run on S).  Offline after the
-            # burn-in v_{t-1} = w_{t-1}, and the gradient pass below returns this very value (the
-            # value does not depend on the gradient's scale): taken from there, not summed twice
-            reuse = not online and t > T1 and t >= 2
-            if t >= 2 and not reuse:
-                fv = _lhat(form, phi, q, v, Xs, Ys, order, t, False, k, krow, 0.0, gdummy, dx)
-                lsum += fv
-                lsum_reg += fv + _reg(v, cen, alpha)
-            if t <= T1:
-                ball_point(key_b, t, p, md, radius, w)
-                for c in range(p):
-                    wp[c] = w[c]
-                    rel[c] = w[c]
-                    relp[c] = w[c]
-            else:
-                eta = (t - 1.0) / (t - 2.0) * 2.0 / (alpha * t)
-                for c in range(p):
-                    g[c] = alpha * (w[c] - cen[c])
-                    gp[c] = alpha * (wp[c] - cen[c])
-                fw = _lhat(form, phi, q, w, Xs, Ys, order, t, False, k, krow, 1.0, g, dx)
-                if reuse:   # a penalty step; v = w here (offline)
-                    lsum += fw
-                    lsum_reg += fw + _reg(v, cen, alpha)
-                if mirror:
-                    for c in range(p):
-                        gp[c] = g[c]
-                else:
-                    _lhat(form, phi, q, wp, Xs, Ys, order, t, True, k, krow, 1.0, gp, dx)
-                for c in range(p):
-                    w[c] -= eta * g[c]
-                    wp[c] -= eta * gp[c]
-                project(ckind, radius, w, md, A, V, lam, tmp)
-                project(ckind, radius, wp, md, A, V, lam, tmp)
-                if online:
-                    sig = sig_coef / t
-                    for c in range(p):
-                        z = normal(key_n, t * p + c)
-                        rel[c] = w[c] + sig * z
-                        if indep_noise:
-                            z = normal(key_np, t * p + c)
-                        relp[c] = wp[c] + sig * z
-                    project(ckind, radius, rel, md, A, V, lam, tmp)
-                    project(ckind, radius, relp, md, A, V, lam, tmp)
-            # averages
-            if online:
-                if t <= n - 1:
-                    for c in range(p):
-                        acc[c] += w[c]
-                        accp[c] += wp[c]
-                        racc[c] += rel[c]
-                        raccp[c] += relp[c]
-            else:
-                for c in range(p):
-                    acc[c] += w[c]
-                    accp[c] += wp[c]
-            # the point played next
-            for c in range(p):
-                if online:
-                    v[c] = rel[c]
-                    vp[c] = relp[c]
-                else:
-                    v[c] = w[c]
-                    vp[c] = wp[c]
-            if ci < C and ckpts[ci] == t:
-                rec[r, ci, 0] = _dist(w, wp)
-                rec[r, ci, 1] = _dist(rel, relp) if online else rec[r, ci, 0]
-                rec[r, ci, 2] = lsum
-                rec[r, ci, 3] = lsum_reg
-                if rec_out:
-                    for c in range(p):
-                        outs[r, ci, 0, c] = v[c]
-                        outs[r, ci, 1, c] = vp[c]
-                ci += 1
-        # final outputs
-        if online:
-            m = n - 1.0
-            for c in range(p):
-                final[r, 0, 0, c] = acc[c] / m
-                final[r, 0, 1, c] = accp[c] / m
-                final[r, 1, 0, c] = racc[c] / m
-                final[r, 1, 1, c] = raccp[c] / m
-        else:
-            for c in range(p):
-                final[r, 0, 0, c] = acc[c] / n
-                final[r, 0, 1, c] = accp[c] / n
-                z = normal(key_n, (n + 1) * p + c)
-                rel[c] = acc[c] / n + sigma_off * z
-                if indep_noise:
-                    z = normal(key_np, (n + 1) * p + c)
-                relp[c] = accp[c] / n + sigma_off * z
-            project(ckind, radius, rel, md, A, V, lam, tmp)
-            project(ckind, radius, relp, md, A, V, lam, tmp)
-            for c in range(p):
-                final[r, 1, 0, c] = rel[c]
-                final[r, 1, 1, c] = relp[c]
+    args = (X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md, alpha, T1, online,
+            sig_coef, sigma_off, indep_noise, centers, ckpts, rec, rec_out, outs, final)
+    addr = native_address(_giga_replicate, _replicate_types(typeof(a) for a in args))
+    _giga_parallel(addr, *args)
