@@ -17,10 +17,9 @@ function and everything it calls
   below from an empty cache and checks every function compiled in their context.
 
 Used by: the CPU twin kernels' replicate (``twin.build_replicate``), P2 Alg. 1's full gradient
-(``p2_removal.full_grad``) and P3's GIGA (its replicate ``giga._giga_replicate`` and helpers ``giga._lhat``,
-``giga.ball_point``).  The
-arithmetic is untouched, so the numbers are the same bit for bit (the suite's data.nc files were
-compared; benchmarks/README.md, "Reference counting").
+(``p2_removal.full_grad``) and P3's GIGA (its replicate ``giga._giga_replicate`` and the helpers
+``giga._lhat``, ``giga.ball_point``).  The arithmetic is untouched, so the numbers are the same bit
+for bit (the suite's data.nc files were compared; benchmarks/README.md, "Reference counting").
 """
 
 #: numba options for a function that neither allocates nor returns an array (see above)
