@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from numba import njit, prange
+from numba import njit, prange, typeof, types
 
+from ..kernels.native_call import make_native_caller, native_address
+from ..kernels.nrt_free import NRT_FREE
 from ..losses import AUC, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad
 from ..setups.p1 import pl_constant, replicate_data_sets
 from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, boolean, integer, register_kind, \
@@ -31,7 +33,6 @@ from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, b
 _PATH_TASK = 64
 
 
-@njit(cache=True, parallel=True)
 def path_stats(form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, reuse=True):
     """For every parameter vector W[k] on the data set X3[data_idx[k]] (exact sums over pairs):
 
@@ -39,54 +40,81 @@ def path_stats(form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbu
     GSQ[k] = ||grad F_S(w)||^2
     M2[k]  = (1/n^2) sum_{a, b} ||grad f(w; z_a, z_b)||^2  (a, b uniform with replacement; the
              a = b terms vanish for the linear pairwise forms since x_a - x_b = 0)
-    gbuf, gpbuf (K, p) and dxbuf (K, d) are workspaces (no allocation in the loop).
+    gbuf, gpbuf (K, p) and dxbuf (K, d) are workspaces (no allocation in the loop).  The tasks
+    of ``_PATH_TASK`` vectors run in parallel (``_path_parallel``), each through the address of
+    ``_path_task`` (``kernels.native_call``: compiled once, not linked and optimised again).
 
     ``reuse`` (auc and ranking forms): f and its gradient are evaluated once per unordered pair
     (see ``_pairs_symmetric``); the sums are still taken over the ordered pairs in order, so the
     numbers are those of ``reuse=False`` bit for bit (tests/test_p1_path.py).
     """
+    args = (form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, bool(reuse))
+    _path_parallel(native_address(_path_task, _task_types(typeof(a) for a in args)), *args)
+
+
+def _task_types(kernel_types) -> tuple:
+    """The argument types of ``_path_task`` from those of ``_path_parallel`` (form .. reuse)."""
+    f1 = types.Array(types.float64, 1, "C")
+    return (types.int64,) + tuple(kernel_types)[:14] + (f1, f1)
+
+
+_call_task = make_native_caller(lambda tys: _task_types(tys[1:]), "path_stats' task")
+
+
+@njit(cache=True, parallel=True)
+def _path_parallel(task_fn, form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, reuse):
+    K = W.shape[0]
+    n = X3.shape[1]
+    nbuf = n * n if reuse and (form == AUC or form == RANKING) else 0
+    for task in prange((K + _PATH_TASK - 1) // _PATH_TASK):
+        pv = np.empty(nbuf)
+        pf = np.empty(nbuf)
+        _call_task(task_fn, (np.int64(task), form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf,
+                             reuse, pv, pf))
+
+
+@njit(cache=True, **NRT_FREE)
+def _path_task(task, form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, reuse, pv, pf):
+    """Task ``task`` of ``path_stats``: vectors task * _PATH_TASK .. (task + 1) * _PATH_TASK - 1,
+    with the pair workspaces pv, pf (n * n each when the pairs are reused; allocates nothing)."""
     K, p = W.shape
     n = X3.shape[1]
     inv_pairs = 1.0 / (n * (n - 1.0))
     inv_sq = 1.0 / (n * n * 1.0)
     sym = reuse and (form == AUC or form == RANKING)
-    nbuf = n * n if sym else 0
-    for task in prange((K + _PATH_TASK - 1) // _PATH_TASK):
-        pv = np.empty(nbuf)
-        pf = np.empty(nbuf)
-        for k in range(task * _PATH_TASK, min(K, (task + 1) * _PATH_TASK)):
-            di = data_idx[k]
-            Xs = X3[di]
-            ys = y3[di]
-            w = W[k]
-            g = gbuf[k]
-            gp = gpbuf[k]
-            dx = dxbuf[k]
-            for c in range(p):
-                g[c] = 0.0
-            if sym:
-                fs, m2 = _pairs_symmetric(form, phi, q, w, Xs, ys, g, gp, dx, pv, pf)
-            else:
-                fs = 0.0
-                m2 = 0.0
-                for ia in range(n):
-                    for ib in range(n):
-                        if ia == ib:
-                            continue
-                        for c in range(p):
-                            gp[c] = 0.0
-                        fs += pair_loss_grad(form, phi, q, w, Xs, ia, ys[ia], ib, ys[ib], 1.0, gp, dx)
-                        s2 = 0.0
-                        for c in range(p):
-                            g[c] += gp[c]
-                            s2 += gp[c] * gp[c]
-                        m2 += s2
-            gs = 0.0
-            for c in range(p):
-                gs += (g[c] * inv_pairs) ** 2
-            FS[k] = fs * inv_pairs
-            GSQ[k] = gs
-            M2[k] = m2 * inv_sq
+    for k in range(task * _PATH_TASK, min(K, (task + 1) * _PATH_TASK)):
+        di = data_idx[k]
+        Xs = X3[di]
+        ys = y3[di]
+        w = W[k]
+        g = gbuf[k]
+        gp = gpbuf[k]
+        dx = dxbuf[k]
+        for c in range(p):
+            g[c] = 0.0
+        if sym:
+            fs, m2 = _pairs_symmetric(form, phi, q, w, Xs, ys, g, gp, dx, pv, pf)
+        else:
+            fs = 0.0
+            m2 = 0.0
+            for ia in range(n):
+                for ib in range(n):
+                    if ia == ib:
+                        continue
+                    for c in range(p):
+                        gp[c] = 0.0
+                    fs += pair_loss_grad(form, phi, q, w, Xs, ia, ys[ia], ib, ys[ib], 1.0, gp, dx)
+                    s2 = 0.0
+                    for c in range(p):
+                        g[c] += gp[c]
+                        s2 += gp[c] * gp[c]
+                    m2 += s2
+        gs = 0.0
+        for c in range(p):
+            gs += (g[c] * inv_pairs) ** 2
+        FS[k] = fs * inv_pairs
+        GSQ[k] = gs
+        M2[k] = m2 * inv_sq
 
 
 @njit(cache=True, inline="always")
