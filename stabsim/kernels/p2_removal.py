@@ -22,10 +22,11 @@ P2 Def. 5 along the path); L(theta_T; D) is evaluated once more at the end.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, typeof, types
 
 from ..losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, phi_value_deriv
 from ..rng import STREAM_NOISE, normal, stream_key
+from .native_call import make_native_caller, native_address
 from .nrt_free import NRT_FREE
 
 #: largest n for which P2 Alg. 1 keeps phi of each unordered pair (two n x n workspaces per thread,
@@ -122,61 +123,89 @@ def _linear_pairs(form, phi, q, Y, skip, sc_buf, co_buf, pv_buf, pf_buf):
     return tot
 
 
-@njit(cache=True, parallel=True)
 def p2_removal_kernel(X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p):
     """Run P2 Alg. 1 on D and on D^{-i} (i in removes[r]) for every replicate r.
 
     X (R, n, d), Y (R, n): one data set per replicate.  removes (R, K) int64 (K may be 0).
     ckpts (C,) increasing steps in [1, T].  Returns (W (R, C, p) theta_t on D at the
     checkpoints, WR (R, K, p) theta_T on D^{-i}, FS (R, T + 1) L(theta_t; D) for t = 0..T,
-    GN (R, T) ||grad L(theta_t; D)||^2 for t = 0..T-1).
+    GN (R, T) ||grad L(theta_t; D)||^2 for t = 0..T-1).  The replicates run in parallel
+    (``_p2_parallel``), each through the address of ``_p2_replicate`` (``native_call``: compiled
+    once, not linked and optimised again).
     """
     R = X.shape[0]
-    d = X.shape[2]
-    K = removes.shape[1]
-    C = ckpts.shape[0]
-    W = np.zeros((R, C, p))
-    WR = np.zeros((R, K, p))
+    W = np.zeros((R, ckpts.shape[0], p))
+    WR = np.zeros((R, removes.shape[1], p))
     FS = np.zeros((R, T + 1))
     GN = np.zeros((R, T))
+    args = (X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p, W, WR, FS, GN)
+    _p2_parallel(native_address(_p2_replicate, _replicate_types(typeof(a) for a in args)), *args)
+    return W, WR, FS, GN
+
+
+def _replicate_types(kernel_types) -> tuple:
+    """The argument types of ``_p2_replicate`` from those of ``_p2_parallel`` (X .. GN)."""
+    f1 = types.Array(types.float64, 1, "C")
+    return (types.int64,) + tuple(kernel_types)[:17] + (f1,) * 7
+
+
+_call_replicate = make_native_caller(lambda tys: _replicate_types(tys[1:]), "P2 Alg. 1's replicate")
+
+
+@njit(cache=True, parallel=True)
+def _p2_parallel(replicate, X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p, W, WR, FS, GN):
+    R = X.shape[0]
     n = X.shape[1]
+    d = X.shape[2]
     # full_grad's per-pair workspaces (n * n each): up to n = PAIR_BUFFER_MAX_N, else not used
     npair = n * n if n <= PAIR_BUFFER_MAX_N else 0
     for r in prange(R):
-        Xs = X[r]
-        Ys = Y[r]
-        key_n = stream_key(seed, reps[r], STREAM_NOISE)
-        w = np.zeros(p)
+        w = np.empty(p)
         g = np.empty(p)
         dx = np.empty(d)
-        sb = np.empty(Xs.shape[0])
-        cb = np.empty(Xs.shape[0])
+        sb = np.empty(n)
+        cb = np.empty(n)
         pv = np.empty(npair)
         pf = np.empty(npair)
-        ci = 0
-        for t in range(1, T + 1):
-            FS[r, t - 1] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb, pv, pf)
-            s = 0.0
+        _call_replicate(replicate, (np.int64(r), X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p,
+                                    W, WR, FS, GN, w, g, dx, sb, cb, pv, pf))
+
+
+@njit(cache=True, **NRT_FREE)
+def _p2_replicate(r, X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p, W, WR, FS, GN,
+                  w, g, dx, sb, cb, pv, pf):
+    """Replicate ``r`` of ``p2_removal_kernel`` into W, WR, FS, GN, with the scratch w, g (p,),
+    dx (d,), sb, cb (n,), pv, pf (n * n or empty); allocates nothing."""
+    K = removes.shape[1]
+    C = ckpts.shape[0]
+    Xs = X[r]
+    Ys = Y[r]
+    key_n = stream_key(seed, reps[r], STREAM_NOISE)
+    for c in range(p):
+        w[c] = 0.0
+    ci = 0
+    for t in range(1, T + 1):
+        FS[r, t - 1] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb, pv, pf)
+        s = 0.0
+        for c in range(p):
+            s += g[c] * g[c]
+        GN[r, t - 1] = s
+        for c in range(p):
+            b = sigma * normal(key_n, t * p + c) if sigma > 0.0 else 0.0
+            w[c] -= eta * (g[c] + b)
+        while ci < C and ckpts[ci] == t:
             for c in range(p):
-                s += g[c] * g[c]
-            GN[r, t - 1] = s
+                W[r, ci, c] = w[c]
+            ci += 1
+    FS[r, T] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb, pv, pf)
+    for kk in range(K):
+        i = removes[r, kk]
+        for c in range(p):
+            w[c] = 0.0
+        for t in range(1, T + 1):
+            full_grad(form, phi, q, w, Xs, Ys, i, g, dx, sb, cb, pv, pf)
             for c in range(p):
                 b = sigma * normal(key_n, t * p + c) if sigma > 0.0 else 0.0
                 w[c] -= eta * (g[c] + b)
-            while ci < C and ckpts[ci] == t:
-                for c in range(p):
-                    W[r, ci, c] = w[c]
-                ci += 1
-        FS[r, T] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb, pv, pf)
-        for kk in range(K):
-            i = removes[r, kk]
-            for c in range(p):
-                w[c] = 0.0
-            for t in range(1, T + 1):
-                full_grad(form, phi, q, w, Xs, Ys, i, g, dx, sb, cb, pv, pf)
-                for c in range(p):
-                    b = sigma * normal(key_n, t * p + c) if sigma > 0.0 else 0.0
-                    w[c] -= eta * (g[c] + b)
-            for c in range(p):
-                WR[r, kk, c] = w[c]
-    return W, WR, FS, GN
+        for c in range(p):
+            WR[r, kk, c] = w[c]
