@@ -106,6 +106,7 @@ from .._signals import call_interruptible, new_stop_flag
 from .allpairs import allpairs_grad, allprev_pairs, allprev_squared, stats_add
 from .native_call import make_native_caller, native_address
 from .nrt_free import NRT_FREE
+from .pipeline import SimplifiedCompiler
 
 PREVIOUS, ALL_PREV, UNIFORM_PAIR, POINTWISE, FULL_BATCH = range(5)
 N_REC = 5
@@ -424,10 +425,9 @@ def build_replicate(KIND, POLL, SPEC=None):
     S_FORM, S_CKIND, S_NOISE, S_LAG, S_REF, S_RECOUT, S_P = \
         (0,) * 7 if SPEC is None else tuple(int(v) for v in SPEC) + (0,) * (7 - len(SPEC))
 
-    # parallel=True with no prange: numba's parallel pipeline compiles this body to code about
-    # three times faster than the plain pipeline does (P1 Alg. 1, d = 10: 28 against 79 ns per
-    # twin step; measured, not understood); the warning that nothing was parallelised is
-    # silenced below.  (Compiled under its own name at the end: see _own_name.)
+    # Compiled (at the end) under its own name (see _own_name), on the CPU with parallel=True
+    # and no prange: the parallel pipeline's IR clean-up makes faster code (pipeline.py: P1 Alg. 1
+    # with an l2 ball, d = 10: 56 against 73 ns per twin step), with a faster copy propagation.
     def replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                   T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                   stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp, work, stats, nrm2):
@@ -588,9 +588,12 @@ def build_replicate(KIND, POLL, SPEC=None):
     name = f"replicate_kind{KIND}" + ("" if POLL else "_device")
     if SPEC is not None:
         name += "_" + "_".join(str(int(v)).replace("-", "m") for v in SPEC)
-    # without reference counting (nrt_free.py: 3-4x faster on the general path); the CUDA device
-    # function is compiled by numba-cuda, which has its own options
-    return njit(cache=True, parallel=True, **(NRT_FREE if POLL else {}))(_own_name(replicate, name))
+    # the CPU replicate: without reference counting (nrt_free.py: 3-4x faster on the general path),
+    # the IR simplified before lowering as numba's parfor fusion pass does, only faster
+    # (pipeline.py); the CUDA device function is compiled by numba-cuda, which has its own options
+    if POLL:
+        return njit(cache=True, parallel=True, pipeline_class=SimplifiedCompiler, **NRT_FREE)(_own_name(replicate, name))
+    return njit(cache=True, parallel=True)(_own_name(replicate, name))
 
 
 def _own_name(fn, name: str):
