@@ -10,14 +10,17 @@ propagation, dead code removal, CFG simplification: ``numba.core.ir_utils.simpli
 give LLVM a smaller function.  numba's copy propagation deep-copies its data-flow sets on every
 iteration of its fixed point, which took about 2 s of each replicate's compile.
 
-``SimplifiedCompiler`` is numba's pipeline (used with ``parallel=True``) whose parfor fusion pass
-is replaced by ``SimplifyIR``: for a function without parfors (nothing to fuse) it runs the same
-two simplifications with a copy propagation that copies the sets of name pairs shallowly (they
-hold tuples of strings: the same result); a function with parfors gets numba's own pass.  The IR
-is the same, so the machine code and the numbers are; each replicate compiles about 1.7 s
-faster (benchmarks/README.md, "The replicate called through its address").  Built from numba's
-pipeline API (``CompilerBase``, ``DefaultPassBuilder``, ``register_pass``) and the IR utilities
-of ``numba.core.ir_utils`` that numba's own passes use.
+``SimplifiedCompiler`` is numba's pipeline (used with ``parallel=True``) whose parfor fusion and
+pre-lowering passes are replaced, for a function without parfors, by ``SimplifyIR`` and
+``PreLowerIR``: the same steps (the fusion pass has nothing to fuse; both simplify the IR, three
+times in all) with a copy propagation that copies the sets of name pairs shallowly (they hold
+tuples of strings: the same result).  A function with parfors gets numba's own passes.  The IR is
+the same, so the machine code and the numbers are (the four kinds' replicates disassemble
+identically, up to symbol names and the pickled file paths of error messages); each replicate
+compiles about 2 s faster (benchmarks/README.md, "The replicate called through its address").
+Built from numba's pipeline API (``CompilerBase``, ``DefaultPassBuilder``, ``register_pass``) and
+the IR utilities of ``numba.core.ir_utils`` and ``numba.parfors.parfor`` that numba's own passes
+use.
 """
 
 from __future__ import annotations
@@ -26,8 +29,8 @@ from numba.core import ir_utils
 from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, register_pass
-from numba.core.typed_passes import ParforFusionPass
-from numba.parfors.parfor import simplify_parfor_body_CFG
+from numba.core.typed_passes import ParforFusionPass, ParforPreLoweringPass
+from numba.parfors.parfor import push_call_vars, simplify_parfor_body_CFG
 
 
 def _copy_propagate(blocks, typemap):
@@ -80,13 +83,32 @@ class SimplifyIR(FunctionPass):
         return True
 
 
+@register_pass(mutates_CFG=True, analysis_only=False)
+class PreLowerIR(FunctionPass):
+    """numba's parfor pre-lowering pass for a function without parfors (call variables pushed
+    into parfors, of which there are none, then the IR simplified once more, with the copy
+    propagation above); with parfors, numba's own pass."""
+    _name = "stabsim_prelower_ir"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        if simplify_parfor_body_CFG(state.func_ir.blocks) > 0:
+            return ParforPreLoweringPass().run_pass(state)
+        push_call_vars(state.func_ir.blocks, {}, {}, state.typemap)
+        simplify(state.func_ir, state.typemap, state.calltypes, state.metadata["parfors"])
+        return True
+
+
 class SimplifiedCompiler(CompilerBase):
-    """numba's nopython pipeline with its parfor fusion pass replaced by ``SimplifyIR``
-    (``njit(parallel=True, pipeline_class=SimplifiedCompiler)``)."""
+    """numba's nopython pipeline with its parfor fusion and pre-lowering passes replaced by
+    ``SimplifyIR`` and ``PreLowerIR`` (``njit(parallel=True, pipeline_class=SimplifiedCompiler)``)."""
 
     def define_pipelines(self):
         pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pm.passes = [(SimplifyIR, "simplify the IR") if cls is ParforFusionPass else (cls, desc)
-                     for cls, desc in pm.passes]
+        swap = {ParforFusionPass: (SimplifyIR, "simplify the IR"),
+                ParforPreLoweringPass: (PreLowerIR, "pre-lower the IR")}
+        pm.passes = [swap.get(cls, (cls, desc)) for cls, desc in pm.passes]
         pm.finalize()
         return [pm]
