@@ -72,3 +72,20 @@ def test_argument_types_that_differ_from_the_callee_s_are_refused_at_compile_tim
     out = np.zeros(3)
     with pytest.raises(TypingError, match="argument types differ"):
         _kernel_wrong(_address(a, out), a, out)
+
+
+def test_address_for_looks_up_by_the_arguments_types():
+    from stabsim.kernels.native_call import address_for
+
+    a = np.linspace(0.0, 1.0, 5)
+    out = np.zeros_like(a)
+    addr = address_for(_double, (np.int64(0), a, out), lambda tys: tuple(tys))
+    assert addr == _address(a, out)
+    assert address_for(_double, (np.int64(0), a.copy(), out), lambda tys: tuple(tys)) == addr
+    ro = a.copy()
+    ro.flags.writeable = False   # another numba type: another compiled callee, another address
+    addr_ro = address_for(_double, (np.int64(0), ro, out), lambda tys: tuple(tys))
+    assert addr_ro != addr
+    out2 = np.zeros_like(a)
+    _kernel(addr_ro, ro, out2)
+    np.testing.assert_array_equal(out2, 2.0 * a)

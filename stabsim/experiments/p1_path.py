@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from numba import njit, prange, typeof, types
+from numba import njit, prange, types
 
-from ..kernels.native_call import make_native_caller, native_address
+from ..kernels.native_call import address_for, make_native_caller
 from ..kernels.nrt_free import NRT_FREE
 from ..losses import AUC, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad
 from ..setups.p1 import pl_constant, replicate_data_sets
@@ -49,7 +49,7 @@ def path_stats(form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbu
     numbers are those of ``reuse=False`` bit for bit (tests/test_p1_path.py).
     """
     args = (form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, bool(reuse))
-    _path_parallel(native_address(_path_task, _task_types(typeof(a) for a in args)), *args)
+    _path_parallel(address_for(_path_task, args, _task_types), *args)
 
 
 def _task_types(kernel_types) -> tuple:

@@ -44,13 +44,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange, typeof, types
+from numba import njit, prange, types
 
 from ..constraints import project
 from ..losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad
 from ..rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
 from .allpairs import allprev_pairs
-from .native_call import make_native_caller, native_address
+from .native_call import address_for, make_native_caller
 from .nrt_free import NRT_FREE
 
 #: stream of P3's random points of C (burn-in points, OnPairC's random w_0); not in rng.py's list
@@ -322,5 +322,5 @@ def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radiu
     """
     args = (X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md, alpha, T1, online,
             sig_coef, sigma_off, indep_noise, centers, ckpts, rec, rec_out, outs, final)
-    addr = native_address(_giga_replicate, _replicate_types(typeof(a) for a in args))
+    addr = address_for(_giga_replicate, args, _replicate_types)
     _giga_parallel(addr, *args)

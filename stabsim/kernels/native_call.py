@@ -22,7 +22,8 @@ a direct call.
 
 from __future__ import annotations
 
-from numba import types
+from numba import typeof, types
+from numba._dispatcher import compute_fingerprint
 from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
@@ -68,3 +69,23 @@ def native_address(dispatcher, argtypes: tuple) -> int:
         dispatcher.compile(argtypes)
         cres = dispatcher.overloads[argtypes]
     return cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+
+
+_ADDRESSES: dict = {}
+
+
+def address_for(dispatcher, args: tuple, callee_types) -> int:
+    """``native_address(dispatcher, callee_types(types of args))``, looked up by the arguments'
+    numba fingerprints (numba's own dispatch key, computed in C: about 4 us for 31 arguments,
+    against about 140 us for their types and the callee's signature; same fingerprint, same
+    numba type).  Arguments without a fingerprint fall back to ``numba.typeof``."""
+    try:
+        key = (dispatcher, tuple(map(compute_fingerprint, args)))
+    except Exception:   # a value numba fingerprints only through typeof: no shortcut
+        key = None
+    addr = _ADDRESSES.get(key) if key is not None else None
+    if addr is None:
+        addr = native_address(dispatcher, callee_types(typeof(a) for a in args))
+        if key is not None:
+            _ADDRESSES[key] = addr
+    return addr

@@ -22,11 +22,11 @@ P2 Def. 5 along the path); L(theta_T; D) is evaluated once more at the end.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, typeof, types
+from numba import njit, prange, types
 
 from ..losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, phi_value_deriv
 from ..rng import STREAM_NOISE, normal, stream_key
-from .native_call import make_native_caller, native_address
+from .native_call import address_for, make_native_caller
 from .nrt_free import NRT_FREE
 
 #: largest n for which P2 Alg. 1 keeps phi of each unordered pair (two n x n workspaces per thread,
@@ -139,7 +139,7 @@ def p2_removal_kernel(X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ck
     FS = np.zeros((R, T + 1))
     GN = np.zeros((R, T))
     args = (X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p, W, WR, FS, GN)
-    _p2_parallel(native_address(_p2_replicate, _replicate_types(typeof(a) for a in args)), *args)
+    _p2_parallel(address_for(_p2_replicate, args, _replicate_types), *args)
     return W, WR, FS, GN
 
 

@@ -94,7 +94,7 @@ import math
 import warnings
 
 import numpy as np
-from numba import njit, prange, typeof, types
+from numba import njit, prange, types
 from numba.core.errors import NumbaPerformanceWarning
 from numba.extending import intrinsic
 
@@ -104,7 +104,7 @@ from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _lin
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
 from .._signals import call_interruptible, new_stop_flag
 from .allpairs import allpairs_grad, allprev_pairs, allprev_squared, stats_add
-from .native_call import make_native_caller, native_address
+from .native_call import address_for, make_native_caller
 from .nrt_free import NRT_FREE
 from .pipeline import SimplifiedCompiler
 
@@ -660,18 +660,12 @@ def _twin_kernel(replicate, X, Y, kidx, krows, reps, seed, schedule, s, seq, for
 
 #: The CPU replicates, one per kind (compiled on their first use, each under its own name).
 _CPU_REPLICATES = tuple(build_replicate(kind, True) for kind in range(GENERAL + 1))
-_ADDRESSES: dict = {}
 
 
 def replicate_address(kind: int, kernel_args: tuple) -> int:
     """The address of kind ``kind``'s replicate compiled for ``_twin_kernel(addr, *kernel_args)``
     (compiled or loaded from the on-disk cache on first use)."""
-    argtypes = replicate_types(typeof(a) for a in kernel_args)
-    key = (kind, argtypes)
-    addr = _ADDRESSES.get(key)
-    if addr is None:
-        addr = _ADDRESSES[key] = native_address(_CPU_REPLICATES[kind], argtypes)
-    return addr
+    return address_for(_CPU_REPLICATES[kind], kernel_args, replicate_types)
 
 
 @njit(cache=True)
