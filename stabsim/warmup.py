@@ -35,14 +35,12 @@ _HEAVY = re.compile(r"_CPU_REPLICATES\[\d\]$")
 
 
 def _resolve(module: str, path: str):
-    """The dispatcher at ``module`` + ``path`` ("name", "name[i]" or "name(i)")."""
+    """The dispatcher at ``module`` + ``path`` ("name" or "name[i]", an entry of a tuple)."""
     obj = import_module(module)
-    m = re.fullmatch(r"(\w+)(?:\[(\d+)\]|\((\d+)\))?", path)
+    m = re.fullmatch(r"(\w+)(?:\[(\d+)\])?", path)
     obj = getattr(obj, m.group(1))
     if m.group(2) is not None:
         obj = obj[int(m.group(2))]
-    elif m.group(3) is not None:
-        obj = obj(int(m.group(3)))
     return obj
 
 

@@ -65,23 +65,24 @@ _call_task = make_native_caller(lambda tys: _task_types(tys[1:]), "path_stats' t
 def _path_parallel(task_fn, form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, reuse):
     K = W.shape[0]
     n = X3.shape[1]
-    nbuf = n * n if reuse and (form == AUC or form == RANKING) else 0
+    sym = reuse and (form == AUC or form == RANKING)
+    nbuf = n * n if sym else 0
     for task in prange((K + _PATH_TASK - 1) // _PATH_TASK):
         pv = np.empty(nbuf)
         pf = np.empty(nbuf)
         _call_task(task_fn, (np.int64(task), form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf,
-                             reuse, pv, pf))
+                             sym, pv, pf))
 
 
 @njit(cache=True, **NRT_FREE)
-def _path_task(task, form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, reuse, pv, pf):
+def _path_task(task, form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, sym, pv, pf):
     """Task ``task`` of ``path_stats``: vectors task * _PATH_TASK .. (task + 1) * _PATH_TASK - 1,
-    with the pair workspaces pv, pf (n * n each when the pairs are reused; allocates nothing)."""
+    with the pair workspaces pv, pf (n * n each when ``sym``: each unordered pair evaluated once,
+    ``_pairs_symmetric``; allocates nothing)."""
     K, p = W.shape
     n = X3.shape[1]
     inv_pairs = 1.0 / (n * (n - 1.0))
     inv_sq = 1.0 / (n * n * 1.0)
-    sym = reuse and (form == AUC or form == RANKING)
     for k in range(task * _PATH_TASK, min(K, (task + 1) * _PATH_TASK)):
         di = data_idx[k]
         Xs = X3[di]
