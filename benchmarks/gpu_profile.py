@@ -8,7 +8,8 @@ The workload of ``bench_gpu.py`` (P1 Alg. 1, AUC hinge, l2 ball of radius 10, n 
 flip neighbour, eta = 0.01) with fewer replicates and steps (default: one wave of the H100, 132
 multiprocessors x 256 threads, and T = 2000), launched twice: the first call compiles, the second
 is the one to profile (``--launch-skip 1``).  ``--general`` profiles the general build instead of
-the default specialised one (``twin_cuda.SPECIALIZE = False``).  Prints the kernel's seconds.
+the default specialised one (``twin_cuda.SPECIALIZE = False``); ``--minimal`` the hand-written
+kernel of ``gpu_minimal.py`` (ncu's kernel name: ``twin_p1_hinge_l2``).  Prints the kernel's seconds.
 """
 
 from __future__ import annotations
@@ -30,7 +31,16 @@ def main(argv=None) -> float:
     ap.add_argument("--replicates", type=int, default=132 * 256)
     ap.add_argument("--T", type=int, default=2000)
     ap.add_argument("--general", action="store_true", help="the general build (SPECIALIZE = False)")
+    ap.add_argument("--minimal", action="store_true", help="the hand-written kernel of gpu_minimal.py")
     args = ap.parse_args(argv)
+    if args.minimal:
+        import gpu_minimal
+        cargs, _ = gpu_minimal.kernel_args(args.replicates, 1)
+        gpu_minimal.launch(cargs, 2)   # compile: launch 1
+        kernel_s = gpu_minimal.launch(cargs, args.T)[1]   # launch 2
+        print(f"hand-written kernel, R = {args.replicates}, T = {args.T}: kernel {kernel_s:.4f} s "
+              f"({kernel_s / (args.replicates * args.T) * 1e9:.3f} ns per replicate-step)")
+        return kernel_s
     saved = twin_cuda.SPECIALIZE
     if args.general:
         twin_cuda.SPECIALIZE = False

@@ -149,6 +149,18 @@ def _on_simulated_arrays(fn):
     return call
 
 
+def _to_device(a):
+    """``a`` copied to the GPU, C-contiguous with the strides NumPy gives a new array.  NumPy may
+    give a dimension of length 1 the stride 0 (X and Y of a shared data set, (1, rows, d), arrive
+    so), which numba-cuda takes for a broadcast dimension: ``to_device`` then walked the array
+    element by element in Python (1.4 s for X at 65,536 replicates on an H200, 25 times the
+    kernel's own time, issue #22) and the kernel was typed for a non-contiguous ('A') array."""
+    a = np.ascontiguousarray(a)
+    if a.size and 0 in a.strides:
+        a = a.copy()
+    return cuda.to_device(a)
+
+
 def scratch_shapes(p: int, d: int, md: int, hlen: int, nwork: int, slen: int, R: int) -> dict:
     """Shapes of the per-replicate scratch arrays for R replicates (replicate axis last)."""
     return {"W": (2, 2, p, R), "g": (2, p, R), "acc": (2, p, R), "nz": (2, p, R), "dx": (max(d, p), R),
@@ -194,10 +206,10 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
         if kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P:
             spec += (int(p),)
     kernel = cuda_kernel(kk, spec)
-    shared = {name: cuda.to_device(np.ascontiguousarray(a)) for name, a in
+    shared = {name: _to_device(a) for name, a in
               (("etas", etas), ("omegas", omegas), ("wref", wref), ("ckpts", ckpts), ("stop", np.zeros(1, i64)))}
     if nS == 1:
-        shared["X"], shared["Y"] = cuda.to_device(np.ascontiguousarray(X)), cuda.to_device(np.ascontiguousarray(Y))
+        shared["X"], shared["Y"] = _to_device(X), _to_device(Y)
     scratch = {k: cuda.device_array(shape, dtype=np.int64 if k == "hist" else np.float64)
                for k, shape in scratch_shapes(p, d, md, int(hlen), int(nwork), int(slen), size).items()}
     for a in range(0, R, size):
@@ -205,18 +217,18 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
             return
         b = min(R, a + size)
         m = b - a
-        Xc = shared["X"] if nS == 1 else cuda.to_device(np.ascontiguousarray(X[a:b]))
-        Yc = shared["Y"] if nS == 1 else cuda.to_device(np.ascontiguousarray(Y[a:b]))
-        rec_c = cuda.to_device(np.ascontiguousarray(rec[a:b]))
-        outs_c = cuda.to_device(np.ascontiguousarray(outs[a:b] if rec_out else outs))
+        Xc = shared["X"] if nS == 1 else _to_device(X[a:b])
+        Yc = shared["Y"] if nS == 1 else _to_device(Y[a:b])
+        rec_c = _to_device(rec[a:b])
+        outs_c = _to_device(outs[a:b] if rec_out else outs)
         sc = scratch   # whole arrays (one compiled layout); threads r >= m return at once
         blocks = (m + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
         kernel[blocks, THREADS_PER_BLOCK](
-            Xc, Yc, cuda.to_device(np.ascontiguousarray(kidx[a:b])), cuda.to_device(np.ascontiguousarray(krows[a:b])),
-            cuda.to_device(np.ascontiguousarray(reps[a:b])), i64(seed), i64(schedule), i64(s), i64(seq), i64(form),
+            Xc, Yc, _to_device(kidx[a:b]), _to_device(krows[a:b]),
+            _to_device(reps[a:b]), i64(seed), i64(schedule), i64(s), i64(seq), i64(form),
             i64(phi), float(q), i64(ckind), float(radius), i64(md), i64(T), shared["etas"], i64(es), shared["omegas"],
             i64(os_), i64(avg_lag), i64(noise), sigma, bool(has_ref), shared["wref"],
-            cuda.to_device(np.ascontiguousarray(W0[a:b])), shared["ckpts"], rec_c, bool(rec_out), outs_c,
+            _to_device(W0[a:b]), shared["ckpts"], rec_c, bool(rec_out), outs_c,
             shared["stop"], i64(n), bool(use_stats), sc["W"], sc["g"], sc["acc"], sc["nz"], sc["dx"], sc["hist"],
             sc["A"], sc["V"], sc["lam"], sc["tmp"], sc["work"], sc["stats"], sc["nrm2"])
         rec[a:b] = rec_c.copy_to_host()
