@@ -195,12 +195,13 @@ def main(argv=None) -> dict:
     args = ap.parse_args(argv)
     if args.scan:
         return scan([tuple(int(v) for v in rt.split(":")) for rt in args.scan], args.out)
-    if args.smoke:
-        args.replicates, args.T, args.check_replicates = [8], 30, 8
+    if args.smoke:   # (long enough that every replicate's S' has left S: distances > 0)
+        args.replicates, args.T, args.check_replicates = [16], 3000, 16
     res = {"T": args.T, "rows": []}
     cargs, ref = kernel_args(args.check_replicates, args.T)
     got, _ = launch(cargs, args.T)
     res["max_rel_diff_vs_cpu"] = float(np.max(np.abs(got - ref) / np.maximum(np.abs(ref), 1e-300)))
+    res["min_distance"] = float(np.min(ref))
     print(f"hand-written kernel vs run_twin (cpu), R = {args.check_replicates}, T = {args.T}: "
           f"max relative difference of ||w_T - w'_T|| {res['max_rel_diff_vs_cpu']:.2e}", flush=True)
     for R in args.replicates:

@@ -45,6 +45,22 @@ def test_bench_gpu_smoke_run_writes_its_section(tmp_path):
     assert "| no | no | ptxas | 128 | 8 |" in text and "| yes | yes | ptxas | 128 | 8 |" in text
 
 
+def test_hand_written_kernel_computes_what_run_twin_computes():
+    """benchmarks/gpu_minimal.py, the hand-written P1 Alg. 1 kernel the generic one is measured
+    against, draws the same indices and makes the same steps: ||w_T - w'_T|| equal to run_twin's
+    on the CPU (in the simulator bit for bit; on a GPU to rounding), and its --scan runs."""
+    import gpu_minimal
+
+    res = gpu_minimal.main(["--smoke", "--no-stabsim"])
+    assert res["min_distance"] > 0.0   # every replicate's runs have parted: a comparison of numbers
+    if os.environ.get("STABSIM_TEST_GPU") == "1":
+        assert res["max_rel_diff_vs_cpu"] <= 1e-10
+    else:
+        assert res["max_rel_diff_vs_cpu"] == 0.0
+    rows = gpu_minimal.scan([(8, 20)])
+    assert len(rows[0]["launch_ns"]) == 1 and rows[0]["call_ns"] > 0
+
+
 def test_gpu_profile_script_runs_both_builds_and_restores_the_knob():
     """benchmarks/gpu_profile.py (the launch Nsight Compute profiles) runs the default and the
     general build (here in the simulator) and leaves ``twin_cuda.SPECIALIZE`` as it found it."""

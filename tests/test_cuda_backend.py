@@ -251,6 +251,25 @@ def test_every_kind_compiles_for_the_gpu(monkeypatch):
         assert ".visible .entry" in ptx
 
 
+def test_arrays_reach_the_device_with_canonical_strides(monkeypatch):
+    """NumPy gives the shared data set, (1, rows, d), the stride 0 on its first axis; numba-cuda
+    takes a stride-0 axis for a broadcast one, so its ``to_device`` walked the array element by
+    element in Python (25 times the kernel's own time on an H200, docs/gpu.md) and the kernel was
+    typed for a non-contiguous array.  Every array the call sends must have NumPy's canonical
+    C strides."""
+    import stabsim.kernels.twin_cuda as tc
+
+    sent = []
+    real = tc.cuda.to_device
+    monkeypatch.setattr(tc.cuda, "to_device", lambda a, *k, **kw: sent.append(np.asarray(a)) or real(a, *k, **kw))
+    X, _y = _data()
+    assert 0 in np.ascontiguousarray(X[None]).strides   # what NumPy does (the case guarded here)
+    _run(CASES[0][1], "cuda")
+    assert any(a.ndim == 3 and a.shape[0] == 1 for a in sent)   # the shared data set was among them
+    for a in sent:
+        assert a.flags.c_contiguous and (a.size == 0 or 0 not in a.strides), (a.shape, a.strides)
+
+
 def test_private_algorithms_follow_the_backend(monkeypatch):
     """P1 Alg. 3 runs its phases through the twin kernel itself (not run_twin): under
     ``use_backend("cuda")`` they must run on the GPU kernel too, with the CPU's numbers."""

@@ -59,9 +59,11 @@ SPECIALIZE = None
 #: this, a thread keeps its replicate's iterates, output sums, noise and norms in per-thread arrays
 #: of compile-time size (``cuda.local.array``) instead of global scratch: with the dimension a
 #: constant the coordinate loops unroll and the compiler can hold the arrays in registers.
-#: Measured faster on an H100 at d = 10 (docs/gpu.md), where ptxas keeps every array in registers;
-#: it spills 12-148 bytes per thread at d = 12, 600-700 at d = 16 and over 3 KB at d = 32, so
-#: larger p keep the global scratch, the measured path.  0 turns it off.
+#: At d = 10 ptxas keeps every array in registers, and the launches run within 10 % of a
+#: hand-written kernel (H200, docs/gpu.md, session 18; the earlier timings that chose this build
+#: timed a host-side copy instead, so the builds themselves are not compared yet); it spills
+#: 12-148 bytes per thread at d = 12, 600-700 at d = 16 and over 3 KB at d = 32, so larger p keep
+#: the global scratch.  0 turns it off.
 LOCAL_MAX_P = 12
 #: replicates per launch in numba's CUDA simulator (it runs each simulated thread as a Python thread)
 SIMULATOR_CHUNK = 64
