@@ -183,3 +183,15 @@ def test_checkpoint_sums_are_the_sums_to_rounding(etas, picks):
         want2 = math.fsum(etas[:t] ** 2)   # the squares are rounded the same way in both
         assert abs(got[0, ci] - want1) <= bound * want1
         assert abs(got[1, ci] - want2) <= bound * want2
+
+
+@given(eta=st.floats(1e-6, 10.0), T=st.integers(1, 5000),
+       picks=st.lists(st.integers(0, 10 ** 6), min_size=1, max_size=12))
+def test_checkpoint_sums_of_a_constant_step_size_are_those_of_the_array(eta, T, picks):
+    """A constant step size (stride 0, one number) takes a shortcut (one of the eight equal
+    partial sums): bit for bit the numbers of the same constant written out as an array."""
+    from stabsim.kernels.twin import checkpoint_sums
+    ck = np.unique(np.array([1 + p % T for p in picks], dtype=np.int64))
+    short = checkpoint_sums(np.array([eta]), np.int64(0), ck)
+    full = checkpoint_sums(np.concatenate([[np.nan], np.full(T, eta)]), np.int64(1), ck)
+    np.testing.assert_array_equal(short, full)

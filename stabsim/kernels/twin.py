@@ -758,8 +758,21 @@ def checkpoint_sums(etas, es, ckpts):
     j = 1
     for ci in range(C):
         end = ckpts[ci] + 1
-        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
-        b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = 0.0
+        if es == 0:
+            # one constant: the eight partial sums see the same additions, so they are equal and
+            # one of them is summed (the same numbers, an eighth of the additions)
+            e = etas[0]
+            a = 0.0
+            b = 0.0
+            while j + 8 <= end:
+                a += e
+                b += e * e
+                j += 8
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = a
+            b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = b
+        else:
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+            b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = 0.0
         while j + 8 <= end:
             e0 = etas[j * es]
             e1 = etas[(j + 1) * es]
