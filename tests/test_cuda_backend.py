@@ -270,6 +270,26 @@ def test_arrays_reach_the_device_with_canonical_strides(monkeypatch):
         assert a.flags.c_contiguous and (a.size == 0 or 0 not in a.strides), (a.shape, a.strides)
 
 
+def test_per_thread_iterates_allocate_no_global_iterates(monkeypatch):
+    """A build with per-thread iterates keeps W, g, acc, nz, dx and the norms in per-thread
+    arrays: their global scratch gets room for one replicate (for the kernel's argument types),
+    not for R, and the chunk size counts only what the build uses; the numbers stay the CPU's."""
+    import stabsim.kernels.twin_cuda as tc
+
+    shapes = []
+    real = tc.cuda.device_array
+    monkeypatch.setattr(tc.cuda, "device_array", lambda shape, dtype=np.float64: shapes.append(shape) or real(shape, dtype))
+    monkeypatch.setattr(tc, "SPECIALIZE", True)
+    kw = dict(algorithm="p4_alg1", loss="point_logistic", sigma=0.5, constraint="l2:2")   # p = d = 3
+    gpu, cpu = _run(kw, "cuda", R=6), _run(kw, "cpu", R=6)
+    _assert_agree(cpu, gpu)
+    assert (2, 2, 3, 1) in shapes and (2, 2, 3, 6) not in shapes   # W: room for one replicate
+    assert (2, 3, 1) in shapes and (2, 1) in shapes                   # g, acc, nz; the norms
+    assert any(len(sh) == 2 and sh[-1] == 6 for sh in shapes)        # the index history: one per replicate
+    args = (3, 3, 1, 3, 0, 0, 1, False, 1, 24)
+    assert tc.bytes_per_replicate(*args, local=True) < tc.bytes_per_replicate(*args)
+
+
 def test_private_algorithms_follow_the_backend(monkeypatch):
     """P1 Alg. 3 runs its phases through the twin kernel itself (not run_twin): under
     ``use_backend("cuda")`` they must run on the GPU kernel too, with the CPU's numbers."""

@@ -163,17 +163,25 @@ def _to_device(a):
     return cuda.to_device(a)
 
 
-def scratch_shapes(p: int, d: int, md: int, hlen: int, nwork: int, slen: int, R: int) -> dict:
-    """Shapes of the per-replicate scratch arrays for R replicates (replicate axis last)."""
-    return {"W": (2, 2, p, R), "g": (2, p, R), "acc": (2, p, R), "nz": (2, p, R), "dx": (max(d, p), R),
-            "hist": (hlen, R), "A": (md, md, R), "V": (md, md, R), "lam": (md, R), "tmp": (md, R),
-            "work": (nwork, R), "stats": (2, 2, slen, R), "nrm2": (2, R)}
+#: the scratch a build with per-thread iterates (``_local_kernel``) keeps in per-thread arrays: its
+#: global arrays are passed for their types only, with one replicate's room
+LOCAL_SCRATCH = frozenset({"W", "g", "acc", "nz", "dx", "nrm2"})
 
 
-def bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows) -> int:
-    """GPU memory one replicate needs: its scratch, its records (and outputs), its data set
-    when every replicate has its own."""
-    per = sum(int(np.prod(s[:-1])) for s in scratch_shapes(p, d, md, hlen, nwork, slen, 1).values())
+def scratch_shapes(p: int, d: int, md: int, hlen: int, nwork: int, slen: int, R: int, local: bool = False) -> dict:
+    """Shapes of the per-replicate scratch arrays for R replicates (replicate axis last);
+    ``local``: for a build with per-thread iterates (``LOCAL_SCRATCH`` get room for one)."""
+    shapes = {"W": (2, 2, p), "g": (2, p), "acc": (2, p), "nz": (2, p), "dx": (max(d, p),), "hist": (hlen,),
+              "A": (md, md), "V": (md, md), "lam": (md,), "tmp": (md,), "work": (nwork,), "stats": (2, 2, slen),
+              "nrm2": (2,)}
+    return {k: v + (1 if local and k in LOCAL_SCRATCH else R,) for k, v in shapes.items()}
+
+
+def bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows, local: bool = False) -> int:
+    """GPU memory one replicate needs: its scratch (not ``LOCAL_SCRATCH`` in a build with
+    per-thread iterates), its records (and outputs), its data set when every replicate has its own."""
+    per = sum(int(np.prod(s[:-1])) for k, s in scratch_shapes(p, d, md, hlen, nwork, slen, 1).items()
+              if not (local and k in LOCAL_SCRATCH))
     per += C * N_REC + (C * 2 * p if rec_out else 0) + 4 + p
     if nS > 1:
         per += rows * (d + 1)
@@ -199,21 +207,22 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
     nS, rows, d = X.shape
     C = ckpts.shape[0]
     n, hlen, nwork, use_stats, slen = twin_layout(X, Y, i64(R), i64(schedule), i64(s), i64(form), i64(phi), i64(T))
-    per = bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows)
-    size = max_chunk(per) if chunk is None else max(1, int(chunk))
-    size = min(size, R)
     spec = None
     if SPECIALIZE or (SPECIALIZE is None and not simulator_enabled()):
         spec = (int(form), int(ckind), int(noise), int(avg_lag), int(bool(has_ref)), int(bool(rec_out)))
         if kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P:
             spec += (int(p),)
+    local = spec is not None and len(spec) == 7   # per-thread iterates (_local_kernel)
+    per = bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows, local)
+    size = max_chunk(per) if chunk is None else max(1, int(chunk))
+    size = min(size, R)
     kernel = cuda_kernel(kk, spec)
     shared = {name: _to_device(a) for name, a in
               (("etas", etas), ("omegas", omegas), ("wref", wref), ("ckpts", ckpts), ("stop", np.zeros(1, i64)))}
     if nS == 1:
         shared["X"], shared["Y"] = _to_device(X), _to_device(Y)
     scratch = {k: cuda.device_array(shape, dtype=np.int64 if k == "hist" else np.float64)
-               for k, shape in scratch_shapes(p, d, md, int(hlen), int(nwork), int(slen), size).items()}
+               for k, shape in scratch_shapes(p, d, md, int(hlen), int(nwork), int(slen), size, local).items()}
     for a in range(0, R, size):
         if stop is not None and stop[0]:
             return
