@@ -127,6 +127,19 @@ def pair_loss_grad(form, phi, q, w, Xs, ia, ya, ib, yb, scale, g, dx):
     return val
 
 
+@njit(cache=True)
+def linear_pair_value(form, phi, q, w, Xs, ia, ya, ib, yb):
+    """f(w; z_ia, z_ib) for the linear pairwise forms (AUC, AUC_ORDERED, RANKING): the value
+    ``pair_loss_grad`` returns, by the same operations, without its gradient and metric branches
+    (the fast twin kinds' reference loss: compiling only this keeps their compilation short)."""
+    if form != RANKING and _linear_coef(form, ya, yb) == 0.0:
+        return 0.0
+    dot = 0.0
+    for a in range(Xs.shape[1]):
+        dot += w[a] * (Xs[ia, a] - Xs[ib, a])
+    return linear_pair_coef(form, phi, q, dot, ya, yb)[0]
+
+
 @njit(cache=True, inline="always")
 def linear_pair_coef(form, phi, q, dot, ya, yb):
     """Linear pairwise forms: (f(w; z_a, z_b), c phi'(m)) from dot = w.(x_a - x_b), where the

@@ -142,31 +142,37 @@ def key(seed: int, replicate: int, stream: int) -> np.uint64:
 
 
 def keys(seed: int, replicates: np.ndarray, stream: int) -> np.ndarray:
-    """``key`` of each replicate id (uint64 array), in one compiled loop."""
-    return _stream_keys(_seed(seed), np.asarray(replicates, dtype=np.int64), np.int64(stream))
+    """``key`` of each replicate id (uint64 array): ``stream_key``'s operations on whole arrays
+    in NumPy, whose unsigned arithmetic wraps modulo 2**64 as numba's does (the same keys, with
+    nothing to compile before a first ``run_twin``)."""
+    seed = int(_seed(seed))
+    reps = np.asarray(replicates, dtype=np.int64).astype(np.uint64)
+    k = _mix64_array(np.full(reps.shape, (seed + int(_GOLDEN)) & _MASK64, dtype=np.uint64))
+    k = _mix64_array(k ^ (reps * _M1 + _ONE))
+    return _mix64_array(k ^ np.uint64((int(stream) * int(_M2) + int(_GOLDEN)) & _MASK64))
+
+
+def randints(keys: np.ndarray, counter: int, n: int) -> np.ndarray:
+    """``randint(keys[i], counter, n)`` for every key (int64 array), in NumPy (the same numbers)."""
+    step = np.uint64(((int(counter) + 1) * int(_GOLDEN)) & _MASK64)
+    u = (_mix64_array(np.asarray(keys, dtype=np.uint64) + step) >> _S11).astype(np.float64) * _TWO_POW_M53
+    return np.minimum((u * n).astype(np.int64), n - 1)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _mix64_array(z: np.ndarray) -> np.ndarray:
+    """``mix64`` of each entry of a uint64 array."""
+    z = (z ^ (z >> _S30)) * _M1
+    z = (z ^ (z >> _S27)) * _M2
+    return z ^ (z >> _S31)
 
 
 def _seed(seed: int) -> np.int64:
     if int(seed) < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     return np.int64(seed)
-
-
-@njit(cache=True)
-def _stream_keys(seed, replicates, stream):
-    out = np.empty(replicates.shape[0], dtype=np.uint64)
-    for i in range(replicates.shape[0]):
-        out[i] = stream_key(seed, replicates[i], stream)
-    return out
-
-
-@njit(cache=True)
-def randints(keys, counter, n):
-    """``randint(keys[i], counter, n)`` for every key (int64 array)."""
-    out = np.empty(keys.shape[0], dtype=np.int64)
-    for i in range(keys.shape[0]):
-        out[i] = randint(keys[i], counter, n)
-    return out
 
 
 def uniforms(seed: int, replicate: int, stream: int, size: int, start: int = 0) -> np.ndarray:

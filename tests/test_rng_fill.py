@@ -30,3 +30,19 @@ def test_parallel_filler_matches_the_scalar_definition(gaussian):
     f = rng.normal if gaussian else rng.uniform
     for c in (0, 4095, 4096, out.size - 1):
         assert out[c] == f(key, np.int64(11 + c))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2 ** 63 - 1), reps=st.lists(st.integers(0, 2 ** 63 - 1), max_size=20),
+       stream=st.integers(0, 2 ** 20), counter=st.integers(0, 2 ** 62), n=st.integers(1, 2 ** 40))
+def test_array_keys_and_randints_are_the_compiled_generators(seed, reps, stream, counter, n):
+    """``rng.keys`` and ``rng.randints`` (NumPy, for Python callers) draw exactly what the kernels'
+    ``stream_key`` and ``randint`` draw, over the whole range of seeds, ids and counters (where
+    64-bit products and sums wrap around)."""
+    reps = np.array(reps, dtype=np.int64)
+    got = rng.keys(seed, reps, stream)
+    want = np.array([rng.stream_key(np.int64(seed), np.int64(r), np.int64(stream)) for r in reps], dtype=np.uint64)
+    assert got.dtype == np.uint64 and np.array_equal(got, want)
+    ints = rng.randints(got, counter, n)
+    assert ints.dtype == np.int64
+    assert np.array_equal(ints, [rng.randint(np.uint64(k), np.int64(counter), np.int64(n)) for k in got])
