@@ -162,11 +162,8 @@ def randints(keys: np.ndarray, counter: int, n: int) -> np.ndarray:
 _MASK64 = (1 << 64) - 1
 
 
-def _mix64_array(z: np.ndarray) -> np.ndarray:
-    """``mix64`` of each entry of a uint64 array."""
-    z = (z ^ (z >> _S30)) * _M1
-    z = (z ^ (z >> _S27)) * _M2
-    return z ^ (z >> _S31)
+#: ``mix64`` of each entry of a uint64 array: its Python body, run by NumPy (nothing compiled)
+_mix64_array = mix64.py_func
 
 
 def _seed(seed: int) -> np.int64:
