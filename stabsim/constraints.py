@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 NONE, L2, FROBENIUS, NUCLEAR, PSD = range(5)
 _NAMES = {"none": NONE, "l2": L2, "frobenius": FROBENIUS, "nuclear": NUCLEAR, "psd": PSD}

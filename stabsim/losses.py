@@ -36,7 +36,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from .jit import njit
 
 # forms
 AUC, AUC_ORDERED, RANKING, METRIC_TAU, METRIC, POINT, POINT_LSQ = range(7)

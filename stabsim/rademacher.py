@@ -42,7 +42,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from .jit import njit
 
 from . import rng
 

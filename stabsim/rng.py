@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from .jit import njit
 
 STREAM_INDEX = 1
 STREAM_NOISE = 2

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from numba import njit, prange, types
+from numba import prange, types
+from ..jit import njit
 
 from ..kernels.native_call import address_for, make_native_caller
 from ..kernels.nrt_free import NRT_FREE

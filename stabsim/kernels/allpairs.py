@@ -109,7 +109,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from ..jit import njit
 
 from ..losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, RANKING, SQUARED, phi_value_deriv
 

@@ -73,7 +73,7 @@ from __future__ import annotations
 
 import math
 
-from numba import njit
+from ..jit import njit
 
 from ..rng import pair_ij, randint, uniform
 

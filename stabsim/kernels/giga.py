@@ -44,7 +44,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
+from ..jit import njit
 
 from ..constraints import project
 from ..losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad

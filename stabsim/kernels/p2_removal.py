@@ -22,7 +22,8 @@ P2 Def. 5 along the path); L(theta_T; D) is evaluated once more at the end.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange, types
+from numba import prange, types
+from ..jit import njit
 
 from ..losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, phi_value_deriv
 from ..rng import STREAM_NOISE, normal, stream_key

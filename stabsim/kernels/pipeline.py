@@ -27,10 +27,12 @@ from __future__ import annotations
 
 from numba.core import ir_utils
 from numba.core.analysis import compute_cfg_from_blocks
-from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler import CompilerBase
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.typed_passes import ParforFusionPass, ParforPreLoweringPass
 from numba.parfors.parfor import push_call_vars, simplify_parfor_body_CFG
+
+from ..jit import nopython_pipeline
 
 
 def _copy_propagate(blocks, typemap):
@@ -103,12 +105,9 @@ class PreLowerIR(FunctionPass):
 
 class SimplifiedCompiler(CompilerBase):
     """numba's nopython pipeline with its parfor fusion and pre-lowering passes replaced by
-    ``SimplifyIR`` and ``PreLowerIR`` (``njit(parallel=True, pipeline_class=SimplifiedCompiler)``)."""
+    ``SimplifyIR`` and ``PreLowerIR`` (``njit(parallel=True, pipeline_class=SimplifiedCompiler)``),
+    and with ``stabsim.jit``'s inliner."""
 
     def define_pipelines(self):
-        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
-        swap = {ParforFusionPass: (SimplifyIR, "simplify the IR"),
-                ParforPreLoweringPass: (PreLowerIR, "pre-lower the IR")}
-        pm.passes = [swap.get(cls, (cls, desc)) for cls, desc in pm.passes]
-        pm.finalize()
-        return [pm]
+        return [nopython_pipeline(self.state, {ParforFusionPass: (SimplifyIR, "simplify the IR"),
+                                               ParforPreLoweringPass: (PreLowerIR, "pre-lower the IR")})]

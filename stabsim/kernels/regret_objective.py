@@ -21,7 +21,8 @@ its own slot, and the rows are added in order afterwards.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..jit import njit
 
 from ..losses import phi_value_deriv
 

@@ -34,7 +34,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..jit import njit
 
 from ..losses import (HINGE, LOGISTIC, METRIC_TAU, POINT_LSQ, QHINGE, SQUARED,
                       pair_loss_grad, phi_value_deriv, point_loss_grad)

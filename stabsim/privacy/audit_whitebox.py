@@ -38,7 +38,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ..jit import njit
 
 from ..losses import pair_loss_grad, point_loss_grad
 

@@ -16,7 +16,8 @@ import math
 import numbers
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+from ...jit import njit
 
 from ... import rng
 from ...constraints import project

@@ -1,0 +1,85 @@
+"""``stabsim.jit``: numba's pipeline with the inliner's block copies keeping the callee's scope.
+
+The pass must change the compile time only: the same function compiled with numba's own
+``njit`` and with ``stabsim.jit.njit`` has the same LLVM IR, up to numba's per-process unique
+ids in symbol and value names.  The function below inlines callees that inline callees
+(``linear_pair_coef`` -> ``phi_value_deriv``; ``normal`` -> ``uniform`` -> ``mix64``), with
+loops and branches in the callees, which is where a wrong copy would show.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numba
+import numpy as np
+
+from stabsim import jit as sjit
+from stabsim.kernels import twin as K
+from stabsim.losses import AUC, HINGE, LOGISTIC, linear_pair_coef
+from stabsim.rng import normal
+
+
+def _inlining(w, X, key, phi):
+    acc = 0.0
+    for t in range(X.shape[0] - 1):
+        dot = 0.0
+        for c in range(X.shape[1]):
+            dot += w[c] * (X[t, c] - X[t + 1, c])
+        f = linear_pair_coef(AUC, phi, 1.0, dot, 1.0, -1.0)
+        acc += f[0] + normal(key, t)
+    return acc
+
+
+def _normalised_llvm(dispatcher, sig) -> str:
+    text = dispatcher.inspect_llvm(sig)
+    text = re.sub(r"B\d+v\d+B", "BvB", text)          # mangled symbols' unique ids
+    text = re.sub(r"_v\d{4,}", "_v", text)            # inlined variables' unique ids
+    labels: dict = {}                                 # block labels: numba's counter, renumbered
+    text = re.sub(r"\bB\d+\b", lambda m: labels.setdefault(m.group(0), f"L{len(labels)}"), text)
+    return re.sub(r"[ \t]+", " ", text)              # (comments aligned to the labels' lengths)
+
+
+def test_inlined_code_is_numbas():
+    w = np.linspace(-1.0, 1.0, 4)
+    X = np.arange(24.0).reshape(6, 4) / 10.0
+    args = (w, X, np.uint64(12345), np.int64(LOGISTIC))
+    ours = sjit.njit(_inlining)
+    numbas = numba.njit(_inlining)
+    assert ours(*args) == numbas(*args)
+    assert ours(w, X, np.uint64(7), np.int64(HINGE)) == numbas(w, X, np.uint64(7), np.int64(HINGE))
+    sig = ours.signatures[0]
+    assert "stabsim_inline_callees" in _pass_names(ours)
+    assert "inline_inlinables" in _pass_names(numbas)
+    assert _normalised_llvm(ours, sig) == _normalised_llvm(numbas, sig)
+
+
+def _pass_names(dispatcher) -> list:
+    return [name.split("_", 1)[1] for name in
+            next(iter(dispatcher.overloads.values())).metadata["pipeline_times"]["nopython"]]
+
+
+def test_kernels_compile_with_the_pass():
+    """The package's kernels go through ``stabsim.jit``; the replicates' simplified pipeline
+    includes the pass too."""
+    from stabsim.kernels.pipeline import SimplifiedCompiler
+    assert K._general_step._compiler.pipeline_class is sjit.InlineCompiler
+    assert K._CPU_REPLICATES[0]._compiler.pipeline_class is SimplifiedCompiler
+    w = np.linspace(-1.0, 1.0, 4)
+    X = np.arange(24.0).reshape(6, 4) / 10.0
+    args = (w, X, np.uint64(3), np.int64(HINGE))
+    simplified = sjit.njit(parallel=True, pipeline_class=SimplifiedCompiler)(_inlining)
+    assert simplified(*args) == numba.njit(_inlining)(*args)
+    names = _pass_names(simplified)
+    assert "stabsim_inline_callees" in names and "stabsim_simplify_ir" in names
+    assert "inline_inlinables" not in names
+
+
+def test_copy_module_restored():
+    """The stand-in for numba's ``copy`` lives only while the pass runs."""
+    import copy
+
+    from numba.core import inline_closurecall
+    with sjit._scope_keeping_copies():
+        assert inline_closurecall.copy is sjit._ScopeKeepingCopy
+    assert inline_closurecall.copy is copy
