@@ -7,6 +7,7 @@ one, the Lemma 18 sampler vs the analytic gradient-jump bound, the beta-search t
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -285,3 +286,29 @@ def test_eps_cells_reuse_the_data_sets_and_give_the_same_numbers(tmp_path, monke
     a, b = xr.open_dataset(res.data_path), xr.open_dataset(again.data_path)
     for name in a.data_vars:
         np.testing.assert_array_equal(a[name].values, b[name].values, err_msg=name)
+
+
+def test_study_checks_skip_the_reference_monte_carlo(monkeypatch):
+    """Loading a p4_gen study checks each cell without estimating F(w_ref) by Monte Carlo (it
+    compiled the risk kernels and sampled 400 000 points per cell before anything ran); the
+    schedule, sigma and part it derives are those of the run, which does estimate it."""
+    import stabsim.risk
+    from stabsim.experiments.p4_generalization import _gen_effective
+    from stabsim.study.spec import load_study
+
+    path = Path(__file__).resolve().parent.parent / "studies" / "p4_gen_point_smooth.toml"
+
+    def no_monte_carlo(*a, **k):
+        raise AssertionError("Monte Carlo in a study check")
+
+    with monkeypatch.context() as m:
+        m.setattr(stabsim.risk, "population_risk", no_monte_carlo)
+        spec = load_study(path, profile="quick")
+    cells = [spec.cell_params(c) for c in spec.cells()]
+    assert any(p["data"]["kappa"] > 0 for p in cells)   # (the Monte Carlo branch is exercised)
+    for p in cells:
+        checked, run = _gen_effective(p, value=False), _gen_effective(p)
+        assert checked[:4] == run[:4] and checked[5] == run[5]
+        assert np.array_equal(checked[4][0], run[4][0])
+        if p["data"]["kappa"] > 0:
+            assert math.isnan(checked[4][1]) and not checked[4][3] and math.isfinite(run[4][1])

@@ -9,8 +9,14 @@ thread (the computing process keeps every core), with BLAS on one thread and a s
 now and then took a core from one of the computing process's OpenMP threads, which held the
 others at the loop's barrier (the quick suite: 42 s more CPU, 10 s more wall than analysing in
 place; at nice 10 the same as in place, the full suite 12 s faster than at normal priority).
-One worker: a second one let the quick suite's last analyses finish 18 s sooner but cost as much
-CPU as it saved (benchmarks/README.md, "Two thread pools").
+One worker while the studies compute: a second one throughout let the quick suite's last analyses
+finish 18 s sooner but cost as much CPU as it saved (benchmarks/README.md, "Two thread pools").
+When the last study has computed, the computing process waits for the analyses; if ``FINISH_MIN``
+or more have not started yet, a second worker (``FINISH_WORKERS``) takes them with the first,
+on the core the computation left (the quick suite's last 90 s were one worker's queue of about
+40 analyses with the other core idle; benchmarks/README.md, "The analyses' tail").  To leave
+something for it, each worker is handed at most ``AHEAD`` analyses beyond the one it runs; the
+rest wait here and are handed out as workers finish (``Pool.apply_async``'s callback).
 Each analysis writes only into its own study's folder (and the accounting memo, which is written
 atomically), so they can run side by side.
 
@@ -29,11 +35,19 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+from collections import deque
+from functools import partial
 
 #: Set to "1" to analyse each study in the computing process, after it (no worker process).
 INLINE_ENV = "STABSIM_ANALYSE_INLINE"
-#: worker processes for the analyses
+#: worker processes for the analyses while the studies compute
 WORKERS = 1
+#: worker processes once the last study has computed (when FINISH_MIN analyses or more wait)
+FINISH_WORKERS = 2
+FINISH_MIN = 3
+#: analyses handed to a worker beyond the one it runs (so that it never waits for the next)
+AHEAD = 1
 #: the workers' scheduling priority, below the computing process (os.nice increment)
 NICE = 10
 
@@ -66,16 +80,58 @@ def _analyse(study_dir, run_seconds, out_dir) -> dict:
     return analyse(study_dir, run_seconds=run_seconds, out_dir=out_dir)
 
 
+class _Analysis:
+    """One submitted analysis: its arguments and, once handed to a worker, its async result."""
+
+    def __init__(self, study_dir, args):
+        self.study_dir = study_dir
+        self.args = args
+        self.result = None
+        self.handed = threading.Event()
+
+
 class BackgroundAnalyses:
     """Analyses run in worker processes, collected in submission order (see the module doc).
 
-    Use as a context manager: leaving it normally waits for the worker to finish; leaving it
-    with an exception (an interrupt) stops the worker at once."""
+    Use as a context manager: leaving it normally waits for the workers to finish; leaving it
+    with an exception (an interrupt) stops them at once."""
 
-    def __init__(self, plugins=(), workers=WORKERS):
-        ctx = multiprocessing.get_context("spawn")   # not forked: numba's threads may be running
-        self._pool = ctx.Pool(workers, initializer=_init_worker, initargs=(tuple(plugins),))
-        self._pending: list = []
+    def __init__(self, plugins=(), workers=WORKERS, finish_workers=FINISH_WORKERS):
+        self._ctx = multiprocessing.get_context("spawn")   # not forked: numba's threads may be running
+        self._plugins = tuple(plugins)
+        self._finish_workers = finish_workers
+        self._lock = threading.Lock()
+        self._pools: list = []
+        self._busy: list[int] = []            # analyses handed to each worker, not yet finished
+        self._waiting: deque = deque()        # submitted, not yet handed to a worker
+        self._pending: list[_Analysis] = []   # submitted, not yet collected (submission order)
+        self._closing = False
+        for _ in range(workers):
+            self._add_worker()
+
+    def _add_worker(self) -> None:
+        pool = self._ctx.Pool(1, initializer=_init_worker, initargs=(self._plugins,))
+        with self._lock:
+            self._pools.append(pool)
+            self._busy.append(0)
+            self._hand_out()
+
+    def _hand_out(self) -> None:
+        """Give waiting analyses to workers with room (called with the lock held)."""
+        if self._closing:
+            return
+        for i, pool in enumerate(self._pools):
+            while self._waiting and self._busy[i] <= AHEAD:
+                item = self._waiting.popleft()
+                self._busy[i] += 1
+                done = partial(self._finished, i)
+                item.result = pool.apply_async(_analyse, item.args, callback=done, error_callback=done)
+                item.handed.set()
+
+    def _finished(self, i: int, _result) -> None:   # (in the pool's result thread)
+        with self._lock:
+            self._busy[i] -= 1
+            self._hand_out()
 
     @classmethod
     def start(cls, plugins=()) -> BackgroundAnalyses | None:
@@ -91,23 +147,44 @@ class BackgroundAnalyses:
             return None
 
     def submit(self, study_dir, run_seconds=None, out_dir=None) -> None:
-        self._pending.append((study_dir, self._pool.apply_async(_analyse, (str(study_dir), run_seconds,
-                                                                          None if out_dir is None else str(out_dir)))))
+        item = _Analysis(study_dir, (str(study_dir), run_seconds, None if out_dir is None else str(out_dir)))
+        self._pending.append(item)
+        with self._lock:
+            self._waiting.append(item)
+            self._hand_out()
 
     def ready(self, wait: bool = False):
         """(study_dir, analysis record) of the finished analyses at the head of the queue, in
-        submission order; with ``wait``, of all of them.  Re-raises an analysis' exception."""
-        while self._pending and (wait or self._pending[0][1].ready()):
-            study_dir, res = self._pending.pop(0)
-            yield study_dir, res.get()
+        submission order; with ``wait`` (the studies are all submitted), of all of them, with a
+        second worker when ``FINISH_MIN`` or more have not started.  Re-raises an analysis'
+        exception."""
+        if wait:
+            with self._lock:
+                extra = len(self._waiting) >= FINISH_MIN and len(self._pools) < self._finish_workers
+            if extra:
+                try:
+                    self._add_worker()
+                except Exception:   # (the first worker goes on alone)
+                    pass
+        while self._pending:
+            head = self._pending[0]
+            if not wait and not (head.handed.is_set() and head.result.ready()):
+                return
+            head.handed.wait()
+            self._pending.pop(0)
+            yield head.study_dir, head.result.get()
 
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        if exc_type is None:
-            self._pool.close()
-        else:
-            self._pool.terminate()
-        self._pool.join()
+        with self._lock:
+            self._closing = True
+        for pool in self._pools:
+            if exc_type is None:
+                pool.close()
+            else:
+                pool.terminate()
+        for pool in self._pools:
+            pool.join()
         return False

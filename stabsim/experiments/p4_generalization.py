@@ -50,15 +50,16 @@ def _delta(p):
     return 1.0 / p["data"]["n"] ** 2 if dl == 0 else dl
 
 
-def _gen_effective(p):
-    """(T, eta, sigma, calibration note, (w_ref, F_ref, how, exact), part) of a p4_gen cell."""
+def _gen_effective(p, value=True):
+    """(T, eta, sigma, calibration note, (w_ref, F_ref, how, exact), part) of a p4_gen cell
+    (``value=False``: the reference point's risk not estimated, see ``setups.p4.reference``)."""
     from ..privacy.calibration import p4_beta_search
     from ..theory.p4 import recommended_schedule
 
     a, d, pk = p["algorithm"], p["data"], p["p4"]
     pb = _problem(d)
     lossf = _loss(a)
-    ref = _reference(pb, lossf)
+    ref = _reference(pb, lossf, value)
     T, eta, part = a["T"], a["eta"], ""
     if pk["theorem"]:
         part = "b" if (ref[3] and ref[1] == 0.0) else "a"
@@ -95,8 +96,8 @@ def _validate_gen(spec):
                              "(on-average stability, P4 Def. 6)")
         if isinstance(a["eta"], str):
             raise StudyError("p4_gen: [algorithm] eta must be a constant")
-        try:
-            _gen_effective(p)
+        try:   # (without the reference's Monte Carlo risk: compiled kernels and seconds per check)
+            _gen_effective(p, value=False)
         except Exception as e:
             raise StudyError(f"p4_gen: cell {cell.coords}: {e}") from None
 

@@ -16,6 +16,8 @@ Constants of a cell
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..study import Param, _problem, boolean, choice, integer, number
@@ -126,8 +128,10 @@ def auc_pair_probs(pb):
     return p1, pp, 1 - pp - pm, pm, g
 
 
-def reference(pb, lossf) -> tuple[np.ndarray, float, str, bool]:
-    """(w_ref, F(w_ref), how, exact) for problem ``pb`` and loss ``lossf``.
+def reference(pb, lossf, value=True) -> tuple[np.ndarray, float, str, bool]:
+    """(w_ref, F(w_ref), how, exact) for problem ``pb`` and loss ``lossf``; ``value=False``: without
+    the Monte Carlo estimates (F = nan, exact False, ``how`` "not estimated"), for the checks of a
+    study file, which need only whether a reference exists and is exact.
 
     * p4_lsq / p4_logistic: P4's w* (Sec. 5); F(w*) = 0 exactly for p4_lsq with kappa = 0, else
       Monte Carlo (m = 400000).
@@ -147,9 +151,11 @@ def reference(pb, lossf) -> tuple[np.ndarray, float, str, bool]:
     d = pb.d
     if pb.name in ("p4_lsq", "p4_logistic"):
         w = np.asarray(pb.w_star_paper, float)
-        if pb.name == "p4_lsq" and lossf.name == "point_lsq":
+        if pb.name == "p4_lsq" and lossf.name == "point_lsq" and (value or pb.F_star is not None):
             F, how = F_star(pb, 0)
             return w, F, f"P4's w* ({how})", how == "exact"
+        if not value:
+            return w, math.nan, "P4's w*, Monte Carlo (not estimated)", False
         from ..risk import population_risk
 
         est = population_risk(w, pb, lossf.name, m=400000, seed=0, replicate=1)
