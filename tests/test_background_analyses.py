@@ -49,6 +49,22 @@ def test_background_analyses_write_what_inline_ones_write(tmp_path, capsys, monk
                 (tmp_path / "inline" / sid / "figures" / name).read_bytes(), (sid, name)
 
 
+    # All five handed over at once and then waited for: the waiting ones go to a second worker
+    # (FINISH_MIN = 3), and the results are still those of the analyses in place, in order.
+    from stabsim.analyses import background as B
+
+    before = {sid: json.loads((tmp_path / "inline" / sid / "analysis.json").read_text())["rows"]
+              for sid in STUDIES}
+    with BackgroundAnalyses() as bg:
+        for sid in STUDIES:
+            bg.submit(tmp_path / "inline" / sid, out_dir=tmp_path / "inline")
+        got = list(bg.ready(wait=True))
+        assert len(bg._pools) == B.FINISH_WORKERS == 2
+    assert [d.name for d, _ in got] == STUDIES
+    for sid in STUDIES:
+        assert json.loads((tmp_path / "inline" / sid / "analysis.json").read_text())["rows"] == before[sid]
+
+
 def test_an_analysis_error_reaches_the_caller(tmp_path):
     with pytest.raises(Exception) as err:
         with BackgroundAnalyses() as bg:
