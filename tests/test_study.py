@@ -195,7 +195,9 @@ def test_kill_and_resume_is_bit_identical(tmp_path):
 
 
 def test_ctrl_c_keeps_chunks_and_says_how_to_resume(tmp_path):
-    path = write_study(tmp_path, "slow", replicates=8, chunk=2, T=500_000)
+    # 16 chunks (~0.1 s each): with 8, a loaded machine once let the run finish between the first
+    # chunk's appearance and the signal (exit 0 instead of 130)
+    path = write_study(tmp_path, "slow", replicates=16, chunk=2, T=500_000)
     out = tmp_path / "out"
     chunk_dir = out / "slow" / "chunks"
     proc = subprocess.Popen([sys.executable, "-m", "stabsim.cli", "run", str(path), "--out", str(out),
