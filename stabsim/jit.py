@@ -20,10 +20,10 @@ the scope to itself).  That scope belongs to the callee IR that was just built f
 site and is dropped after it, which is why it need not be copied: numba renames every variable
 of the inlined blocks into the caller's scope in the next step, reading the callee's variable
 names from that scope (which holds the same names either way).  The inlined IR is the same
-statement for statement, so the machine code is: the four twin replicates' LLVM IR compared
-equal up to numba's per-process unique ids (``tests/test_jit.py`` compares a compiled function's
-LLVM IR under both pipelines).  Only the copy function that numba's inliner looks up in its
-module (``numba.core.inline_closurecall.copy``) is replaced, and only while the pass runs
+statement for statement, so the machine code is: the kind-0 twin replicate's LLVM IR and
+assembly compared equal up to numba's per-process unique ids (``tests/test_jit.py`` compares a
+compiled function's LLVM IR under both pipelines).  Only the copy function that numba's
+inliner looks up in its module (``numba.core.inline_closurecall.copy``) is replaced, and only while the pass runs
 (numba compiles under a global lock, so no other compilation sees it); numba's other inliners
 (overloads, closures) are untouched.  If numba's module no longer has that name, the pass is
 numba's own.

@@ -40,9 +40,12 @@ def _normalised_llvm(dispatcher, sig) -> str:
     return re.sub(r"[ \t]+", " ", text)              # (comments aligned to the labels' lengths)
 
 
+W = np.linspace(-1.0, 1.0, 4)
+X = np.arange(24.0).reshape(6, 4) / 10.0
+
+
 def test_inlined_code_is_numbas():
-    w = np.linspace(-1.0, 1.0, 4)
-    X = np.arange(24.0).reshape(6, 4) / 10.0
+    w = W
     args = (w, X, np.uint64(12345), np.int64(LOGISTIC))
     ours = sjit.njit(_inlining)
     numbas = numba.njit(_inlining)
@@ -65,14 +68,22 @@ def test_kernels_compile_with_the_pass():
     from stabsim.kernels.pipeline import SimplifiedCompiler
     assert K._general_step._compiler.pipeline_class is sjit.InlineCompiler
     assert K._CPU_REPLICATES[0]._compiler.pipeline_class is SimplifiedCompiler
-    w = np.linspace(-1.0, 1.0, 4)
-    X = np.arange(24.0).reshape(6, 4) / 10.0
-    args = (w, X, np.uint64(3), np.int64(HINGE))
+    args = (W, X, np.uint64(3), np.int64(HINGE))
     simplified = sjit.njit(parallel=True, pipeline_class=SimplifiedCompiler)(_inlining)
     assert simplified(*args) == numba.njit(_inlining)(*args)
     names = _pass_names(simplified)
     assert "stabsim_inline_callees" in names and "stabsim_simplify_ir" in names
     assert "inline_inlinables" not in names
+
+
+def test_no_module_compiles_with_numbas_njit():
+    """Every module of the package takes ``njit`` from ``stabsim.jit``, not from numba."""
+    from pathlib import Path
+
+    root = Path(sjit.__file__).resolve().parent
+    direct = [str(p.relative_to(root)) for p in root.rglob("*.py") if p.name != "jit.py"
+              and re.search(r"^\s*from numba import [^\n]*\bnjit\b|\bnumba\.njit\(", p.read_text(), re.M)]
+    assert direct == []
 
 
 def test_copy_module_restored():

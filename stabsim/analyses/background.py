@@ -14,7 +14,7 @@ finish 18 s sooner but cost as much CPU as it saved (benchmarks/README.md, "Two 
 When the last study has computed, the computing process waits for the analyses; if ``FINISH_MIN``
 or more have not started yet, a second worker (``FINISH_WORKERS``) takes them with the first,
 on the core the computation left (the quick suite's last 90 s were one worker's queue of about
-40 analyses with the other core idle; benchmarks/README.md, "The analyses' tail").  To leave
+60 analyses with the other core idle; benchmarks/README.md, "The analyses' tail").  To leave
 something for it, each worker is handed at most ``AHEAD`` analyses beyond the one it runs; the
 rest wait here and are handed out as workers finish (``Pool.apply_async``'s callback).
 Each analysis writes only into its own study's folder (and the accounting memo, which is written
