@@ -23,9 +23,9 @@ names from that scope (which holds the same names either way).  The inlined IR i
 statement for statement, so the machine code is: the kind-0 twin replicate's LLVM IR and
 assembly compared equal up to numba's per-process unique ids (``tests/test_jit.py`` compares a
 compiled function's LLVM IR under both pipelines).  Only the copy function that numba's
-inliner looks up in its module (``numba.core.inline_closurecall.copy``) is replaced, and only while the pass runs
-(numba compiles under a global lock, so no other compilation sees it); numba's other inliners
-(overloads, closures) are untouched.  If numba's module no longer has that name, the pass is
+inliner looks up in its module (``numba.core.inline_closurecall.copy``) is replaced, and only
+while the pass runs (numba compiles under a global lock, so no other compilation sees it);
+numba's other inliners (overloads, closures) are untouched.  If numba's module no longer has that name, the pass is
 numba's own.
 """
 
