@@ -25,8 +25,8 @@ assembly compared equal up to numba's per-process unique ids (``tests/test_jit.p
 compiled function's LLVM IR under both pipelines).  Only the copy function that numba's
 inliner looks up in its module (``numba.core.inline_closurecall.copy``) is replaced, and only
 while the pass runs (numba compiles under a global lock, so no other compilation sees it);
-numba's other inliners (overloads, closures) are untouched.  If numba's module no longer has that name, the pass is
-numba's own.
+numba's other inliners (overloads, closures) are untouched.  If numba's module no longer has
+that name, the pass is numba's own.
 """
 
 from __future__ import annotations
