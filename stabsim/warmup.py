@@ -153,7 +153,15 @@ def _main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="compile stabsim's kernels in parallel (or record which)")
     ap.add_argument("--record", action="store_true",
                     help="run the quick suite in this process, then write the signatures it compiled")
+    ap.add_argument("--stdin", action="store_true",
+                    help="compile the pickled (module, name, signatures) list read from stdin "
+                         "(stabsim.compile_beside's helper); exit status 1 if any failed")
     args = ap.parse_args(argv)
+    if args.stdin:
+        import stabsim  # noqa: F401  (numba's cache folder, before anything compiles)
+
+        ok, bad = _compile_task(pickle.load(sys.stdin.buffer))
+        return 1 if bad or not ok else 0
     if args.record:
         from .cli import main as cli
 

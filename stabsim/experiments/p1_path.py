@@ -20,7 +20,7 @@ import xarray as xr
 from numba import prange, types
 from ..jit import njit
 
-from ..kernels.native_call import address_for, make_native_caller
+from ..kernels.native_call import address_for, caller_beside, make_native_caller
 from ..kernels.nrt_free import NRT_FREE
 from ..losses import AUC, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad
 from ..setups.p1 import pl_constant, replicate_data_sets
@@ -50,7 +50,7 @@ def path_stats(form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbu
     numbers are those of ``reuse=False`` bit for bit (tests/test_p1_path.py).
     """
     args = (form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf, bool(reuse))
-    _path_parallel(address_for(_path_task, args, _task_types), *args)
+    _path_parallel(address_for(_path_task, args, _task_types, _BESIDE), *args)
 
 
 def _task_types(kernel_types) -> tuple:
@@ -73,6 +73,10 @@ def _path_parallel(task_fn, form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf
         pf = np.empty(nbuf)
         _call_task(task_fn, (np.int64(task), form, phi, q, W, X3, y3, data_idx, FS, GSQ, M2, gbuf, gpbuf, dxbuf,
                              sym, pv, pf))
+
+
+#: compiled in a helper process while the callee compiles, on a cold cache (``native_call.address_for``)
+_BESIDE = caller_beside(__name__, "_path_parallel")
 
 
 @njit(cache=True, **NRT_FREE)

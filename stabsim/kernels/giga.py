@@ -51,7 +51,7 @@ from ..constraints import project
 from ..losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad
 from ..rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
 from .allpairs import allprev_pairs
-from .native_call import address_for, make_native_caller
+from .native_call import address_for, caller_beside, make_native_caller
 from .nrt_free import NRT_FREE
 
 #: stream of P3's random points of C (burn-in points, OnPairC's random w_0); not in rng.py's list
@@ -310,6 +310,10 @@ def _giga_parallel(replicate, X, Y, kidx, krows, reps, seed, perms, form, phi, q
                                     acc, accp, racc, raccp, dx, A, V, lam, tmp))
 
 
+#: compiled in a helper process while the callee compiles, on a cold cache (``native_call.address_for``)
+_BESIDE = caller_beside(__name__, "_giga_parallel")
+
+
 def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md,
                 alpha, T1, online, sig_coef, sigma_off, indep_noise, centers,
                 ckpts, rec, rec_out, outs, final):
@@ -323,5 +327,5 @@ def giga_kernel(X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radiu
     """
     args = (X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md, alpha, T1, online,
             sig_coef, sigma_off, indep_noise, centers, ckpts, rec, rec_out, outs, final)
-    addr = address_for(_giga_replicate, args, _replicate_types)
+    addr = address_for(_giga_replicate, args, _replicate_types, _BESIDE)
     _giga_parallel(addr, *args)

@@ -28,6 +28,8 @@ from numba.core import cgutils
 from numba.core.errors import TypingError
 from numba.extending import intrinsic
 
+from .. import compile_beside
+
 
 def make_native_caller(expected_types, what: str):
     """An intrinsic ``call(addr, args)`` for callees whose argument types are
@@ -74,18 +76,39 @@ def native_address(dispatcher, argtypes: tuple) -> int:
 _ADDRESSES: dict = {}
 
 
-def address_for(dispatcher, args: tuple, callee_types) -> int:
+def caller_beside(module: str, name: str):
+    """``address_for``'s ``beside`` for a kernel ``module.name(addr, *args)`` that calls the
+    callee at ``addr`` with its own arguments: that kernel, for the address typed as an int64."""
+    return lambda argtypes: [(module, name, [(types.int64,) + tuple(argtypes)])]
+
+
+def address_for(dispatcher, args: tuple, callee_types, beside=None) -> int:
     """``native_address(dispatcher, callee_types(types of args))``, looked up by the arguments'
     numba fingerprints (numba's own dispatch key, computed in C: about 4 us for 31 arguments,
     against about 140 us for their types and the callee's signature; same fingerprint, same
-    numba type).  Arguments without a fingerprint fall back to ``numba.typeof``."""
+    numba type).  Arguments without a fingerprint fall back to ``numba.typeof``.
+
+    ``beside``: None, or a function of the argument types returning the (module, name,
+    signatures) the caller compiles next; when the callee has to be compiled (not in numba's
+    on-disk cache either), those are compiled meanwhile in a helper process
+    (``stabsim.compile_beside``), and this call returns once the helper is done."""
     try:
         key = (dispatcher, tuple(map(compute_fingerprint, args)))
     except Exception:   # a value numba fingerprints only through typeof: no shortcut
         key = None
     addr = _ADDRESSES.get(key) if key is not None else None
     if addr is None:
-        addr = native_address(dispatcher, callee_types(typeof(a) for a in args))
+        argtypes = tuple(typeof(a) for a in args)
+        want = tuple(callee_types(argtypes))
+        helper = None
+        if beside is not None and not compile_beside.cached(dispatcher, want):
+            helper = compile_beside.start(beside(argtypes))
+        try:
+            addr = native_address(dispatcher, want)
+        except BaseException:
+            compile_beside.stop(helper)
+            raise
+        compile_beside.finish(helper)
         if key is not None:
             _ADDRESSES[key] = addr
     return addr

@@ -27,7 +27,7 @@ from ..jit import njit
 
 from ..losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, phi_value_deriv
 from ..rng import STREAM_NOISE, normal, stream_key
-from .native_call import address_for, make_native_caller
+from .native_call import address_for, caller_beside, make_native_caller
 from .nrt_free import NRT_FREE
 
 #: largest n for which P2 Alg. 1 keeps phi of each unordered pair (two n x n workspaces per thread,
@@ -140,7 +140,7 @@ def p2_removal_kernel(X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ck
     FS = np.zeros((R, T + 1))
     GN = np.zeros((R, T))
     args = (X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p, W, WR, FS, GN)
-    _p2_parallel(address_for(_p2_replicate, args, _replicate_types), *args)
+    _p2_parallel(address_for(_p2_replicate, args, _replicate_types, _BESIDE), *args)
     return W, WR, FS, GN
 
 
@@ -170,6 +170,10 @@ def _p2_parallel(replicate, X, Y, form, phi, q, eta, sigma, T, seed, reps, remov
         pf = np.empty(npair)
         _call_replicate(replicate, (np.int64(r), X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckpts, p,
                                     W, WR, FS, GN, w, g, dx, sb, cb, pv, pf))
+
+
+#: compiled in a helper process while the callee compiles, on a cold cache (``native_call.address_for``)
+_BESIDE = caller_beside(__name__, "_p2_parallel")
 
 
 @njit(cache=True, **NRT_FREE)

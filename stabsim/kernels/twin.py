@@ -682,8 +682,18 @@ _CPU_REPLICATES = tuple(build_replicate(kind, True) for kind in range(GENERAL + 
 
 def replicate_address(kind: int, kernel_args: tuple) -> int:
     """The address of kind ``kind``'s replicate compiled for ``_twin_kernel(addr, *kernel_args)``
-    (compiled or loaded from the on-disk cache on first use)."""
-    return address_for(_CPU_REPLICATES[kind], kernel_args, replicate_types)
+    (compiled or loaded from the on-disk cache on first use; when it is compiled, the kernel and
+    the checkpoint sums are compiled meanwhile in a helper process, ``stabsim.compile_beside``)."""
+    return address_for(_CPU_REPLICATES[kind], kernel_args, replicate_types, beside=_compiled_beside)
+
+
+def _compiled_beside(argtypes: tuple) -> list:
+    """What a ``twin_kernel`` call with these argument types compiles after the replicate:
+    ``_twin_kernel`` (the address typed as an int64) and ``run_twin``'s ``checkpoint_sums``
+    (etas, es, ckpts)."""
+    kernel = (types.int64,) + tuple(argtypes)
+    sums = (argtypes[16], types.int64, argtypes[26])
+    return [(__name__, "_twin_kernel", [kernel]), (__name__, "checkpoint_sums", [sums])]
 
 
 @njit(cache=True)

@@ -1,0 +1,94 @@
+"""Compile one kernel in a helper process while this process compiles another (issue #17, item 1).
+
+A fresh install's first ``run_twin`` compiles two large units one after the other on one core:
+the kind's replicate (about 7 s on a 2-vCPU Xeon) and the twin kernel around it (about 2 s with
+the checkpoint sums).  They are separate compilations (the kernel calls the replicate through its
+address, ``kernels.native_call``), so the second can be compiled at the same time by another
+process: ``start(entries)`` starts ``python -m stabsim.warmup --stdin``, which compiles the
+given (module, name, signatures) into numba's on-disk cache, and ``finish(helper)`` waits for
+it once this process has compiled its own part; the call that follows then loads the kernel
+from the cache instead of compiling it.  Nothing is computed in the helper, so no number
+depends on it.
+
+Nothing is started when there is nothing to gain: every signature already compiled in this
+process or present in the on-disk cache, numba without an on-disk cache, a single usable core,
+or ``STABSIM_NO_WARMUP=1`` (the variable that turns off the suite's warm-up too).  A helper that
+fails, or does not finish within ``WAIT_SECONDS``, costs nothing but its time: this process then
+compiles the kernel itself, as without a helper.  A subprocess (not ``multiprocessing``) runs
+the helper, so that the user's own script is never imported again in a child.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+
+#: how long ``finish`` waits for a helper before compiling in this process instead
+WAIT_SECONDS = 120.0
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def in_cache(dispatcher, sig: tuple) -> bool:
+    """Whether ``dispatcher`` has ``sig`` compiled in this process or in numba's on-disk cache
+    (numba's index of the function's cache file, read without loading the machine code)."""
+    if tuple(sig) in dispatcher.overloads:
+        return True
+    cache = dispatcher._cache
+    key = cache._index_key(tuple(sig), dispatcher.targetctx.codegen())
+    return key in cache._cache_file._load_index()
+
+
+def cached(dispatcher, sig: tuple) -> bool:
+    """``in_cache``, or True where it cannot tell (no on-disk cache, numba's internals moved):
+    then nothing is started."""
+    try:
+        return in_cache(dispatcher, sig)
+    except Exception:
+        return True
+
+
+def start(entries) -> subprocess.Popen | None:
+    """Start compiling ``entries`` ((module, dispatcher name, [signature, ...]) as in the warm-up's
+    recorded list) in a helper process; None if nothing needs it or it could not start."""
+    if os.environ.get("STABSIM_NO_WARMUP") == "1" or _cores() < 2:
+        return None
+    from .warmup import _resolve
+
+    try:
+        todo = [(m, path, [s for s in sigs if not cached(_resolve(m, path), s)]) for m, path, sigs in entries]
+    except Exception:   # a name that does not resolve: nothing to gain
+        return None
+    todo = [e for e in todo if e[2]]
+    if not todo:
+        return None
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "stabsim.warmup", "--stdin"], stdin=subprocess.PIPE,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc.stdin.write(pickle.dumps(todo))
+        proc.stdin.close()
+    except Exception:
+        return None
+    return proc
+
+
+def finish(helper: subprocess.Popen | None, timeout: float = WAIT_SECONDS) -> bool:
+    """Wait for ``helper`` (up to ``timeout`` seconds; then it is stopped); whether it succeeded."""
+    if helper is None:
+        return False
+    try:
+        return helper.wait(timeout) == 0
+    except subprocess.TimeoutExpired:
+        stop(helper)
+        return False
+
+
+def stop(helper: subprocess.Popen | None) -> None:
+    """Stop ``helper`` (an interrupted call: its work is not waited for)."""
+    if helper is not None and helper.poll() is None:
+        helper.kill()
+        helper.wait()

@@ -1,0 +1,146 @@
+"""A kernel compiled in a helper process while this process compiles its callee (stabsim.compile_beside)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from numba import typeof
+
+from stabsim import compile_beside, run_twin
+from stabsim.kernels import giga, native_call, twin
+from stabsim.losses import AUC
+
+TARGET = """
+from stabsim.jit import njit
+
+
+@njit(cache=True)
+def f(x):
+    return 2.0 * x + 1.0
+"""
+
+SCRIPT = """
+import os
+from numba import types
+from numba.core import event
+import stabsim
+from stabsim import compile_beside as cb
+import beside_target
+
+sig = (types.float64,)
+assert not cb.in_cache(beside_target.f, sig)
+os.environ["STABSIM_NO_WARMUP"] = "1"
+assert cb.start([("beside_target", "f", [sig])]) is None      # turned off: nothing started
+del os.environ["STABSIM_NO_WARMUP"]
+helper = cb.start([("beside_target", "f", [sig])])
+assert helper is not None
+assert cb.finish(helper)
+assert cb.in_cache(beside_target.f, sig)                     # in the on-disk cache, not compiled here
+assert cb.start([("beside_target", "f", [sig])]) is None      # nothing left to compile
+compiled = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__name__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Listener())
+assert beside_target.f(1.5) == 4.0
+assert compiled == [], compiled                                 # loaded from the helper's cache entry
+print("ok")
+"""
+
+
+@pytest.mark.skipif(compile_beside._cores() < 2, reason="the helper runs only with two usable cores")
+def test_the_helper_compiles_into_the_on_disk_cache(tmp_path):
+    (tmp_path / "beside_target.py").write_text(TARGET)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    env.pop("STABSIM_NUMBA_CACHE_AUTO", None)
+    env.pop("STABSIM_NO_WARMUP", None)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPT)], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "ok"
+
+
+class _FakeDispatcher:
+    pass
+
+
+@pytest.mark.parametrize("cached, fails", [(False, False), (True, False), (False, True)])
+def test_address_for_starts_a_helper_only_for_a_callee_it_compiles(monkeypatch, cached, fails):
+    calls = []
+    helper = object()
+    monkeypatch.setattr(compile_beside, "cached", lambda d, sig: calls.append(("cached", sig)) or cached)
+    monkeypatch.setattr(compile_beside, "start", lambda entries: calls.append(("start", entries)) or helper)
+    monkeypatch.setattr(compile_beside, "finish", lambda h: calls.append(("finish", h)))
+    monkeypatch.setattr(compile_beside, "stop", lambda h: calls.append(("stop", h)))
+
+    def native_address(d, sig):
+        calls.append(("compile", sig))
+        if fails:
+            raise KeyboardInterrupt
+        return 1234
+
+    monkeypatch.setattr(native_call, "native_address", native_address)
+    args = (np.zeros(3), np.int64(2))
+    want = (typeof(args[0]), typeof(args[1]), typeof(args[0]))
+
+    def beside(argtypes):
+        return [("m", "kernel", [argtypes])]
+
+    run = lambda: native_call.address_for(_FakeDispatcher(), args, lambda t: (*t, typeof(args[0])), beside)  # noqa: E731
+    if fails:
+        with pytest.raises(KeyboardInterrupt):
+            run()
+    else:
+        assert run() == 1234
+    steps = [c[0] for c in calls]
+    assert calls[0] == ("cached", want)
+    if cached:
+        assert steps == ["cached", "compile", "finish"] and calls[-1] == ("finish", None)
+    else:
+        assert calls[1] == ("start", [("m", "kernel", [want[:2]])])
+        assert steps == ["cached", "start", "compile", "stop" if fails else "finish"]
+        assert calls[-1][1] is helper
+
+
+def test_the_helpers_signatures_are_those_the_calls_compile(monkeypatch):
+    """What the helper is given to compile must be what the calls then ask for, or it is wasted."""
+    seen = {}
+    for mod, name in ((twin, "replicate_address"), (giga, "address_for")):
+        orig = getattr(mod, name)
+
+        def record(*a, _orig=orig, _name=name, **k):
+            seen[_name] = a
+            return _orig(*a, **k)
+
+        monkeypatch.setattr(mod, name, record)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((20, 3))
+    y = np.where(rng.random(20) < .5, 1.0, -1.0)
+    y[:2] = [1, -1]
+    run_twin(X, y, algorithm="p1_alg1", loss="auc_hinge", constraint=("l2", 1.0), T=10, replicates=2,
+             progress=False)
+    R = 2
+    giga.giga_kernel(np.vstack([X, X[:R]])[None], np.r_[y, y[:R]][None], np.zeros(R, np.int64), 20 + np.arange(R),
+                     np.arange(R), np.int64(0), np.array([np.arange(20)] * R), AUC, 0, 1.0, 1, 1.0, 0, 0.1,
+                     np.int64(3), True, 0.5, 0.5, False, np.zeros((R, 3)), np.array([20]),
+                     np.zeros((R, 1, giga.N_REC_GIGA)), False, np.zeros((1, 1, 2, 1)), np.zeros((R, 2, 2, 3)))
+    _, kernel_args = seen["replicate_address"]
+    entries = twin._compiled_beside(tuple(typeof(a) for a in kernel_args))
+    _, giga_args, _, beside = seen["address_for"]
+    entries += beside(tuple(typeof(a) for a in giga_args))
+    assert [e[1] for e in entries] == ["_twin_kernel", "checkpoint_sums", "_giga_parallel"]
+    for module, name, sigs in entries:
+        disp = getattr(sys.modules[module], name)
+        for sig in sigs:
+            assert sig in disp.signatures, (name, sig, disp.signatures)
