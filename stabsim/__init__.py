@@ -10,10 +10,11 @@ Public API::
 """
 __version__ = "0.1.0"
 
-from ._cache import configure_numba_cache, spread_function_ids  # noqa: E402
+from ._cache import configure_numba_cache, serialize_cache_saves, spread_function_ids  # noqa: E402
 
 configure_numba_cache()  # before any kernel compiles: numba's cache follows the source hash
 spread_function_ids()  # symbols that no other process's cache entries can share (_cache, "Symbols")
+serialize_cache_saves()  # no two processes' cache entries mixed in one index (_cache, "Saves")
 
 from .algorithms import ALGORITHMS, get_algorithm  # noqa: E402
 from .constraints import get_constraint  # noqa: E402

@@ -25,6 +25,18 @@ code.  The kernel factories now name each closure (``stabsim.kernels.twin._own_n
 ``spread_function_ids()`` starts this process's counter at a random 40-bit offset, so that
 counts no longer coincide across processes (tests/test_cache_symbols.py).
 
+Saves.  numba adds a compiled signature to a function's cache file in steps: it reads the
+function's index, picks the first data-file name the index does not use, writes the index with
+the new entry, then the data file.  Two processes that add *different* signatures of one function
+at the same moment (the warm-up's workers, whose kernels share helpers such as ``stream_key``;
+two runs sharing a cache) can pick the same name, and the index written last may then pair one
+signature with the machine code written last, the other's: a later process would load it for
+the wrong argument types.  ``serialize_cache_saves()`` replaces numba's save with one that holds
+an exclusive lock (``fcntl.flock`` on a file in the cache folder) from reading the index to
+writing it, and writes a new entry's data file before the index entry that names it, so that a
+reader never finds an entry whose data is not yet written (tests/test_cache_saves.py).  Loads
+take no lock.  Without ``fcntl`` (Windows) numba's own save is kept.
+
 The variable ``STABSIM_NUMBA_CACHE_AUTO`` marks a ``NUMBA_CACHE_DIR`` that stabsim chose,
 so that a child process (a dask worker, a test subprocess) running *other* stabsim source
 computes its own folder instead of inheriting its parent's.
@@ -147,6 +159,49 @@ def spread_function_ids() -> bool:
     if not hasattr(FunctionIdentity, "_unique_ids"):
         return False
     FunctionIdentity._unique_ids = itertools.count(1 + secrets.randbits(40))
+    return True
+
+
+#: the lock file of ``serialize_cache_saves``, one per cache folder
+SAVE_LOCK = ".stabsim-save.lock"
+
+
+def _serialized_save(self, key, data):
+    """numba's ``IndexDataCacheFile.save`` under an exclusive lock, a new entry's data written
+    before its index entry (module docstring, "Saves")."""
+    import fcntl
+    import itertools
+
+    try:
+        lock = open(os.path.join(self._cache_path, SAVE_LOCK), "a")
+    except OSError:   # an unwritable folder: numba's own save fails or warns as it would
+        return _serialized_save.numba_save(self, key, data)
+    with lock:   # closing the file releases the lock, also on an error
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        overloads = self._load_index()
+        name = overloads.get(key)
+        if name is not None:   # the same signature again: its data file is replaced whole
+            self._save_data(name, data)
+            return
+        used = set(overloads.values())
+        name = next(n for n in map(self._data_name, itertools.count(1)) if n not in used)
+        self._save_data(name, data)
+        overloads[key] = name
+        self._save_index(overloads)
+
+
+def serialize_cache_saves() -> bool:
+    """Make numba's on-disk cache saves one at a time across processes (module docstring,
+    "Saves").  False where it cannot (no ``fcntl``, or a numba without the cache file class)."""
+    try:
+        import fcntl  # noqa: F401
+
+        from numba.core.caching import IndexDataCacheFile
+    except ImportError:
+        return False
+    if IndexDataCacheFile.save is not _serialized_save:
+        _serialized_save.numba_save = IndexDataCacheFile.save
+        IndexDataCacheFile.save = _serialized_save
     return True
 
 
