@@ -177,7 +177,10 @@ def _serialized_save(self, key, data):
     except OSError:   # an unwritable folder: numba's own save fails or warns as it would
         return _serialized_save.numba_save(self, key, data)
     with lock:   # closing the file releases the lock, also on an error
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        except OSError:   # a file system without locks (some network mounts): unlocked, as numba saves
+            pass
         overloads = self._load_index()
         name = overloads.get(key)
         if name is not None:   # the same signature again: its data file is replaced whole
