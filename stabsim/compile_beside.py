@@ -24,7 +24,10 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
+#: the folder holding the stabsim package this module belongs to
+_ROOT = str(Path(__file__).resolve().parent.parent)
 #: how long ``finish`` waits for a helper before compiling in this process instead
 WAIT_SECONDS = 120.0
 
@@ -67,8 +70,10 @@ def start(entries) -> subprocess.Popen | None:
     if not todo:
         return None
     try:
+        # run from the folder holding this stabsim, so that the helper imports this very source
+        # (``-m`` puts the working folder first on the path) and fills this source's cache
         proc = subprocess.Popen([sys.executable, "-m", "stabsim.warmup", "--stdin"], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=_ROOT)
         proc.stdin.write(pickle.dumps(todo))
         proc.stdin.close()
     except Exception:
