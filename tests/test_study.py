@@ -195,13 +195,17 @@ def test_kill_and_resume_is_bit_identical(tmp_path):
 
 
 def test_ctrl_c_keeps_chunks_and_says_how_to_resume(tmp_path):
-    # 16 chunks (~0.1 s each): with 8, a loaded machine once let the run finish between the first
-    # chunk's appearance and the signal (exit 0 instead of 130)
+    # The run gets Python's own Ctrl-C handling even when this test session was started in the
+    # background by a shell without job control (SIGINT ignored, and inherited: the run then
+    # finished with exit status 0, twice, until the child got SIGINT's default back).
+    from test_reliability_signals import _default_sigint
+
     path = write_study(tmp_path, "slow", replicates=16, chunk=2, T=500_000)
     out = tmp_path / "out"
     chunk_dir = out / "slow" / "chunks"
     proc = subprocess.Popen([sys.executable, "-m", "stabsim.cli", "run", str(path), "--out", str(out),
-                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_default_sigint)
     try:
         _wait_for_chunk(proc, chunk_dir)
         proc.send_signal(signal.SIGINT)
