@@ -187,6 +187,10 @@ def cmd_run(args) -> int:
         from .warmup import warm
 
         warm(log=lambda m: print(m, file=sys.stderr))
+    else:   # a few built-in studies: the kernels they use, on every core first, where not yet cached
+        from .warmup import warm_studies
+
+        warm_studies(ids, log=lambda m: print(m, file=sys.stderr))
     reporting = (args.report is not None or "suite" in args.study) and analyse is not None
     ledger = None
     if reporting:   # the report's privacy ledger, accounted while the studies run

@@ -27,6 +27,8 @@ from importlib import import_module
 from pathlib import Path
 
 SIGNATURES = Path(__file__).resolve().parent / "data" / "kernel_signatures.pkl"
+#: per built-in study, the kernels a run of it alone uses (``warm_studies``; recorded with ``--record``)
+STUDY_KERNELS = SIGNATURES.parent / "study_kernels.pkl"
 # numba files a cache entry under the source file's folder path too, so two checkouts of the same
 # source (same cache folder) do not share entries: one marker per checkout
 MARKER = "warmup-done-" + hashlib.sha1(str(Path(__file__).resolve().parent).encode()).hexdigest()[:16]
@@ -86,10 +88,11 @@ def _cache_dir() -> Path | None:
     return Path(CACHE_DIR) if CACHE_DIR else None
 
 
-def warm(processes: int | None = None, log=None, entries=None, cache=None) -> dict | None:
+def warm(processes: int | None = None, log=None, entries=None, cache=None, mark: bool = True) -> dict | None:
     """Compile the recorded kernels (``entries``, default ``load_signatures()``) on ``processes``
     workers (default: the usable cores), unless this source version already did (the marker in
-    ``cache``, default numba's cache folder), or there is one core.  Returns what was done, or None."""
+    ``cache``, default numba's cache folder), or there is one core.  Returns what was done, or None.
+    ``mark=False`` (a part of the list, ``warm_studies``): no marker is written."""
     import stabsim  # noqa: F401  (configures numba's cache folder before anything compiles)
 
     cache = _cache_dir() if cache is None else Path(cache)
@@ -101,7 +104,8 @@ def warm(processes: int | None = None, log=None, entries=None, cache=None) -> di
         return None
     t0 = time.perf_counter()
     if log:
-        log(f"compiling the kernels on {n} cores first (once per stabsim version; STABSIM_NO_WARMUP=1 skips it)")
+        what = "the kernels" if mark else "the study's kernels"
+        log(f"compiling {what} on {n} cores first (once per stabsim version; STABSIM_NO_WARMUP=1 skips it)")
     # spawned, not forked: a fork of a process whose numba threads are running can hang
     try:
         with ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -112,17 +116,89 @@ def warm(processes: int | None = None, log=None, entries=None, cache=None) -> di
         return None
     done = {"compiled": sum(c[0] for c in counts), "failed": sum(c[1] for c in counts),
             "seconds": time.perf_counter() - t0, "processes": n}
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        (cache / MARKER).write_text(repr(done) + "\n")
-    except OSError:
-        pass
+    if mark:
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            (cache / MARKER).write_text(repr(done) + "\n")
+        except OSError:
+            pass
     return done
+
+
+def load_study_kernels(path=STUDY_KERNELS) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+    except Exception:   # missing, or pickled by an incompatible numba: nothing to warm
+        return {}
+
+
+def study_entries(study_ids, path=STUDY_KERNELS) -> list:
+    """The recorded kernels (module, name, signatures) that these built-in studies use (a study
+    without a record, such as a user's own, adds none)."""
+    recorded = load_study_kernels(path)
+    merged: dict = {}
+    for sid in study_ids:
+        for module, name, sigs in recorded.get(sid, ()):
+            have = merged.setdefault((module, name), [])
+            have += [s for s in sigs if s not in have]
+    return [(m, n, sigs) for (m, n), sigs in merged.items()]
+
+
+def warm_studies(study_ids, processes: int | None = None, log=None, path=STUDY_KERNELS) -> dict | None:
+    """A run of a few studies (fewer than the suite's warm-up is for): the kernels they use
+    compiled on every core first, those not yet in the on-disk cache (a single study of the
+    suite on a fresh install: its replicate, the twin kernel and the risk kernels at once
+    instead of one after the other).  None when all are cached or nothing can run."""
+    from .compile_beside import cached
+
+    todo = []
+    for module, name, sigs in study_entries(study_ids, path):
+        try:
+            disp = _resolve(module, name)
+        except Exception:
+            continue
+        left = [s for s in sigs if not cached(disp, s)]
+        if left:
+            todo.append((module, name, left))
+    # one task (one module's kernels, or one replicate) gains nothing from a worker: compiled as usual
+    return warm(processes, log, entries=todo, mark=False) if len(_tasks(todo)) >= 2 else None
 
 
 def record(out=SIGNATURES) -> int:
     """Write every compiled signature of every stabsim kernel in this process to ``out``
     (run after the quick suite, in the same process: ``python -m stabsim.warmup --record``)."""
+    entries = used_entries()
+    with open(out, "wb") as fh:
+        pickle.dump(entries, fh)
+    return sum(len(e[2]) for e in entries)
+
+
+def record_studies(study_ids, out=STUDY_KERNELS) -> int:
+    """For each study, the kernels a quick run of it alone uses (compiled or loaded from the
+    cache), each study run in a process of its own (``--used-by``), written to ``out``."""
+    import subprocess
+    import tempfile
+
+    table = {}
+    env = dict(os.environ, STABSIM_NO_WARMUP="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        for sid in study_ids:
+            dump = Path(tmp) / f"{sid}.pkl"
+            rc = subprocess.run([sys.executable, "-m", "stabsim.warmup", "--used-by", sid, "--into", str(dump)],
+                                env=env, stdout=subprocess.DEVNULL).returncode
+            if rc != 0:   # a study that cannot run here (a missing optional package): no record
+                print(f"{sid}: not recorded (exit status {rc})", file=sys.stderr)
+                continue
+            with open(dump, "rb") as fh:
+                table[sid] = pickle.load(fh)
+    with open(out, "wb") as fh:
+        pickle.dump(table, fh)
+    return len(table)
+
+
+def used_entries() -> list:
+    """(module, name, signatures) of every stabsim kernel this process has compiled or loaded."""
     from numba.core.dispatcher import Dispatcher
 
     entries, seen = [], set()
@@ -141,9 +217,7 @@ def record(out=SIGNATURES) -> int:
                     add(name, f"{attr}[{i}]", o)
             else:
                 add(name, attr, obj)
-    with open(out, "wb") as fh:
-        pickle.dump(entries, fh)
-    return sum(len(e[2]) for e in entries)
+    return entries
 
 
 def _main(argv=None) -> int:
@@ -156,7 +230,19 @@ def _main(argv=None) -> int:
     ap.add_argument("--stdin", action="store_true",
                     help="compile the pickled (module, name, signatures) list read from stdin "
                          "(stabsim.compile_beside's helper); exit status 1 if any failed")
+    ap.add_argument("--used-by", metavar="STUDY",
+                    help="run this built-in study (quick profile) and write the kernels it used (--into)")
+    ap.add_argument("--into", metavar="FILE", help="where --used-by writes")
     args = ap.parse_args(argv)
+    if args.used_by:
+        from .cli import main as cli
+
+        with tempfile.TemporaryDirectory() as tmp:
+            if cli(["run", args.used_by, "--quick", "--out", tmp, "--no-progress"]) != 0:
+                return 1
+        with open(args.into, "wb") as fh:
+            pickle.dump(used_entries(), fh)
+        return 0
     if args.stdin:
         import stabsim  # noqa: F401  (numba's cache folder, before anything compiles)
 
@@ -166,11 +252,15 @@ def _main(argv=None) -> int:
         from .cli import main as cli
 
         with tempfile.TemporaryDirectory() as tmp:
-            try:
-                cli(["run", "suite", "--quick", "--out", tmp, "--no-progress", "--no-analyse"])
-            except SystemExit:
-                pass
+            rc = cli(["run", "suite", "--quick", "--out", tmp, "--no-progress", "--no-analyse"])
+        if rc != 0:   # an interrupted or failed suite would record a part of the list: nothing written
+            print(f"the quick suite ended with status {rc}: nothing recorded", file=sys.stderr)
+            return rc
         print(f"{record()} signatures -> {SIGNATURES}")
+        from .study import default_studies_dir
+
+        ids = sorted(p.stem for p in default_studies_dir().glob("*.toml"))
+        print(f"{record_studies(ids)} studies' kernels -> {STUDY_KERNELS}")
         return 0
     print(warm(log=print))
     return 0

@@ -75,3 +75,49 @@ def test_a_pool_that_cannot_start_leaves_the_run_to_compile(tmp_path, monkeypatc
     assert warmup.warm(processes=2, entries=entries, cache=tmp_path, log=said.append) is None
     assert "warm-up skipped: OSError: no semaphores here" in said[-1]
     assert not (tmp_path / warmup.MARKER).exists()
+
+
+def test_studies_records_name_kernels_of_the_suites_list():
+    """Each built-in study's record (``warm_studies``) names kernels that exist, with signatures the
+    suite's warm-up also compiles: a record out of step with the kernels only wastes the warm-up."""
+    from stabsim.study import default_studies_dir
+
+    table = warmup.load_study_kernels()
+    assert table, "stabsim/data/study_kernels.pkl is missing or unreadable"
+    studies = {p.stem for p in default_studies_dir().glob("*.toml")}
+    assert set(table) <= studies and len(table) >= len(studies) - 2
+    # by kernel, not by name: a kernel imported into several modules is named after the first one found
+    suite = {id(warmup._resolve(m, p)): sigs for m, p, sigs in warmup.load_signatures()}
+    assert sum(bool(e) for e in table.values()) > len(table) // 2   # (a few, such as P2's privacy table, use none)
+    for sid, entries in table.items():
+        for module, path, sigs in entries:
+            disp = warmup._resolve(module, path)
+            assert hasattr(disp, "compile")
+            assert all(s in suite.get(id(disp), ()) for s in sigs), (sid, module, path)
+    twin_kinds = [e for e in table["p1_thm4_gen"] if e[1].startswith("_CPU_REPLICATES")]
+    assert twin_kinds, "a P1 study without its twin replicate"
+
+
+def test_warm_studies_compiles_only_what_is_not_cached(tmp_path, monkeypatch):
+    import pickle
+
+    from stabsim import compile_beside
+
+    table = {"a": [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG])],
+             "b": [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.rng", "fill_normal", [SIG])]}
+    path = tmp_path / "studies.pkl"
+    path.write_bytes(pickle.dumps(table))
+    assert warmup.study_entries(["a", "b", "user's own"], path) == [
+        ("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG]),
+        ("stabsim.rng", "fill_normal", [SIG])]
+    asked = []
+    monkeypatch.setattr(warmup, "warm", lambda *a, **k: asked.append(k) or {"compiled": 1})
+    cached = set()
+    monkeypatch.setattr(compile_beside, "cached", lambda disp, sig: disp.py_func.__name__ in cached)
+    assert warmup.warm_studies(["a"], path=path) == {"compiled": 1}     # two modules: two tasks
+    assert asked[-1]["entries"] == table["a"] and asked[-1]["mark"] is False
+    cached.add("checkpoint_sums")
+    assert warmup.warm_studies(["a"], path=path) is None               # one task left: compiled as usual
+    cached.add("fill_uniform")
+    assert warmup.warm_studies(["a", "b"], path=path) is None
+    assert len(asked) == 1
