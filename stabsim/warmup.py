@@ -11,6 +11,11 @@ run then loads them.  Nothing is computed, so no number depends on it.
 the warm-up ran, so a warm cache costs nothing.  It is skipped on one core (nothing to gain), when
 ``STABSIM_NO_WARMUP=1``, and when numba has no on-disk cache.  A kernel that fails to compile in a
 worker (a signature recorded by another numba version, say) is simply left for the run to compile.
+
+A run of fewer studies compiles, the same way, only the kernels those studies use
+(``warm_studies``): ``--record`` also runs every built-in study alone in a process of its own and
+writes the kernels each used to ``stabsim/data/study_kernels.pkl``.  Those not in the on-disk
+cache are compiled first; no marker is written (the cache itself says what is left).
 """
 
 from __future__ import annotations
