@@ -34,6 +34,8 @@ from pathlib import Path
 SIGNATURES = Path(__file__).resolve().parent / "data" / "kernel_signatures.pkl"
 #: per built-in study, the kernels a run of it alone uses (``warm_studies``; recorded with ``--record``)
 STUDY_KERNELS = SIGNATURES.parent / "study_kernels.pkl"
+#: seconds a study's recording run may take (a quick run takes seconds once the suite compiled)
+STUDY_TIMEOUT = 600
 # numba files a cache entry under the source file's folder path too, so two checkouts of the same
 # source (same cache folder) do not share entries: one marker per checkout
 MARKER = "warmup-done-" + hashlib.sha1(str(Path(__file__).resolve().parent).encode()).hexdigest()[:16]
@@ -190,9 +192,12 @@ def record_studies(study_ids, out=STUDY_KERNELS) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for sid in study_ids:
             dump = Path(tmp) / f"{sid}.pkl"
-            rc = subprocess.run([sys.executable, "-m", "stabsim.warmup", "--used-by", sid, "--into", str(dump)],
-                                env=env, stdout=subprocess.DEVNULL).returncode
-            if rc != 0:   # a study that cannot run here (a missing optional package): no record
+            try:
+                rc = subprocess.run([sys.executable, "-m", "stabsim.warmup", "--used-by", sid, "--into", str(dump)],
+                                    env=env, stdout=subprocess.DEVNULL, timeout=STUDY_TIMEOUT).returncode
+            except subprocess.TimeoutExpired:
+                rc = "timed out"
+            if rc != 0:   # a study that cannot run here (a missing optional package), or hung: no record
                 print(f"{sid}: not recorded (exit status {rc})", file=sys.stderr)
                 continue
             with open(dump, "rb") as fh:

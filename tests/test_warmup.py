@@ -121,3 +121,10 @@ def test_warm_studies_compiles_only_what_is_not_cached(tmp_path, monkeypatch):
     cached.add("fill_uniform")
     assert warmup.warm_studies(["a", "b"], path=path) is None
     assert len(asked) == 1
+
+
+def test_record_studies_runs_each_study_alone_and_skips_one_that_fails(tmp_path, capsys):
+    out = tmp_path / "studies.pkl"
+    assert warmup.record_studies(["p2_thm1_privacy", "no_such_study"], out=out) == 1
+    assert warmup.load_study_kernels(out) == {"p2_thm1_privacy": []}   # a privacy table: no kernel
+    assert "no_such_study: not recorded" in capsys.readouterr().err
