@@ -187,7 +187,7 @@ def cmd_run(args) -> int:
         from .warmup import warm
 
         warm(log=lambda m: print(m, file=sys.stderr))
-    else:   # a few built-in studies: the kernels they use, on every core first, where not yet cached
+    elif args.backend in (None, "cpu"):   # a few built-in studies: their (CPU) kernels on every core first
         from .warmup import warm_studies
 
         warm_studies(ids, log=lambda m: print(m, file=sys.stderr))

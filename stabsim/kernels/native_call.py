@@ -105,10 +105,10 @@ def address_for(dispatcher, args: tuple, callee_types, beside=None) -> int:
             helper = compile_beside.start(beside(argtypes))
         try:
             addr = native_address(dispatcher, want)
-        except BaseException:
+            compile_beside.finish(helper)
+        except BaseException:   # an error or Ctrl-C: the helper is not left running
             compile_beside.stop(helper)
             raise
-        compile_beside.finish(helper)
         if key is not None:
             _ADDRESSES[key] = addr
     return addr
