@@ -32,10 +32,6 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 WAIT_SECONDS = 120.0
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 def in_cache(dispatcher, sig: tuple) -> bool:
     """Whether ``dispatcher`` has ``sig`` compiled in this process or in numba's on-disk cache
     (numba's index of the function's cache file, read without loading the machine code)."""
@@ -55,18 +51,31 @@ def cached(dispatcher, sig: tuple) -> bool:
         return True
 
 
-def start(entries) -> subprocess.Popen | None:
-    """Start compiling ``entries`` ((module, dispatcher name, [signature, ...]) as in the warm-up's
-    recorded list) in a helper process; None if nothing needs it or it could not start."""
-    if os.environ.get("STABSIM_NO_WARMUP") == "1" or _cores() < 2:
-        return None
+def uncached(entries) -> list:
+    """``entries`` ((module, dispatcher name, [signature, ...]) as in the warm-up's recorded list)
+    without the signatures already ``cached``, and without names that do not resolve."""
     from .warmup import _resolve
 
-    try:
-        todo = [(m, path, [s for s in sigs if not cached(_resolve(m, path), s)]) for m, path, sigs in entries]
-    except Exception:   # a name that does not resolve: nothing to gain
+    todo = []
+    for module, name, sigs in entries:
+        try:
+            disp = _resolve(module, name)
+        except Exception:
+            continue
+        left = [s for s in sigs if not cached(disp, s)]
+        if left:
+            todo.append((module, name, left))
+    return todo
+
+
+def start(entries) -> subprocess.Popen | None:
+    """Start compiling the ``uncached`` part of ``entries`` in a helper process; None if nothing
+    needs it or it could not start."""
+    from .warmup import usable_cores
+
+    if os.environ.get("STABSIM_NO_WARMUP") == "1" or usable_cores() < 2:
         return None
-    todo = [e for e in todo if e[2]]
+    todo = uncached(entries)
     if not todo:
         return None
     try:

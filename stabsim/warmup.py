@@ -81,12 +81,20 @@ def _tasks(entries) -> list:
     return heavy + sorted(by_module.values(), key=len, reverse=True)
 
 
-def load_signatures(path=SIGNATURES) -> list:
+def _load(path, empty):
     try:
         with open(path, "rb") as fh:
             return pickle.load(fh)
     except Exception:   # missing, or pickled by an incompatible numba: nothing to warm
-        return []
+        return empty
+
+
+def load_signatures(path=SIGNATURES) -> list:
+    return _load(path, [])
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def _cache_dir() -> Path | None:
@@ -105,7 +113,7 @@ def warm(processes: int | None = None, log=None, entries=None, cache=None, mark:
     cache = _cache_dir() if cache is None else Path(cache)
     if os.environ.get("STABSIM_NO_WARMUP") == "1" or cache is None or (cache / MARKER).exists():
         return None
-    n = processes or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+    n = processes or usable_cores()
     entries = load_signatures() if entries is None else entries
     if (n or 1) < 2 or not entries:
         return None
@@ -133,11 +141,7 @@ def warm(processes: int | None = None, log=None, entries=None, cache=None, mark:
 
 
 def load_study_kernels(path=STUDY_KERNELS) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            return pickle.load(fh)
-    except Exception:   # missing, or pickled by an incompatible numba: nothing to warm
-        return {}
+    return _load(path, {})
 
 
 def study_entries(study_ids, path=STUDY_KERNELS) -> list:
@@ -157,17 +161,9 @@ def warm_studies(study_ids, processes: int | None = None, log=None, path=STUDY_K
     compiled on every core first, those not yet in the on-disk cache (a single study of the
     suite on a fresh install: its replicate, the twin kernel and the risk kernels at once
     instead of one after the other).  None when all are cached or nothing can run."""
-    from .compile_beside import cached
+    from .compile_beside import uncached
 
-    todo = []
-    for module, name, sigs in study_entries(study_ids, path):
-        try:
-            disp = _resolve(module, name)
-        except Exception:
-            continue
-        left = [s for s in sigs if not cached(disp, s)]
-        if left:
-            todo.append((module, name, left))
+    todo = uncached(study_entries(study_ids, path))
     # one task (one module's kernels, or one replicate) gains nothing from a worker: compiled as usual
     return warm(processes, log, entries=todo, mark=False) if len(_tasks(todo)) >= 2 else None
 

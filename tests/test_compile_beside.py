@@ -12,6 +12,7 @@ from numba import typeof
 from stabsim import compile_beside, run_twin
 from stabsim.kernels import giga, native_call, twin
 from stabsim.losses import AUC
+from stabsim.warmup import usable_cores
 
 TARGET = """
 from stabsim.jit import njit
@@ -58,7 +59,7 @@ print("ok")
 """
 
 
-@pytest.mark.skipif(compile_beside._cores() < 2, reason="the helper runs only with two usable cores")
+@pytest.mark.skipif(usable_cores() < 2, reason="the helper runs only with two usable cores")
 def test_the_helper_compiles_into_the_on_disk_cache(tmp_path):
     (tmp_path / "beside_target.py").write_text(TARGET)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"),

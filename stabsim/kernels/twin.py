@@ -106,7 +106,7 @@ from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _lin
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
 from .._signals import call_interruptible, new_stop_flag
 from .allpairs import allpairs_grad, allprev_pairs, allprev_squared, stats_add
-from .native_call import address_for, make_native_caller
+from .native_call import address_for, caller_beside, make_native_caller
 from .nrt_free import NRT_FREE
 from .pipeline import SimplifiedCompiler
 
@@ -691,9 +691,11 @@ def _compiled_beside(argtypes: tuple) -> list:
     """What a ``twin_kernel`` call with these argument types compiles after the replicate:
     ``_twin_kernel`` (the address typed as an int64) and ``run_twin``'s ``checkpoint_sums``
     (etas, es, ckpts)."""
-    kernel = (types.int64,) + tuple(argtypes)
     sums = (argtypes[16], types.int64, argtypes[26])
-    return [(__name__, "_twin_kernel", [kernel]), (__name__, "checkpoint_sums", [sums])]
+    return _KERNEL_BESIDE(argtypes) + [(__name__, "checkpoint_sums", [sums])]
+
+
+_KERNEL_BESIDE = caller_beside(__name__, "_twin_kernel")
 
 
 @njit(cache=True)
