@@ -2,19 +2,19 @@
 # The GPU backend's checks on a machine with an NVIDIA GPU, in one go (docs/gpu.md, "On a GPU"):
 #
 #   0. optionally (NCU_S > 0) Nsight Compute's report of one launch (benchmarks/gpu_profile.py);
-#   1. benchmarks/bench_gpu.py --tune: P1 Alg. 1 with each build of the kernel (general,
-#      specialised, per-thread iterates, register caps, block sizes), beside
-#   2. the CUDA tests on the device (every kernel kind agrees with the CPU to GPU_RTOL, with the
-#      same replaced indices; the specialised builds too);
-#   3. optionally (SUITE_S > 0) the quick suite with --backend cuda (compare its verdicts and
+#   1. the CUDA tests on the device (every kernel kind agrees with the CPU to GPU_RTOL, with the
+#      same replaced indices; the specialised builds too), beside
+#   2. optionally (SUITE_S > 0) the quick suite with --backend cuda (compare its verdicts and
 #      data.nc with a CPU run afterwards, on any machine: benchmarks/compare_suites.py);
+#   3. benchmarks/bench_gpu.py --tune: P1 Alg. 1 with the first TUNE_ROWS builds of the kernel
+#      (general, specialised, per-thread iterates, register caps, block sizes), alone;
 #   4. benchmarks/bench_gpu.py on the workloads (ns per replicate-step against the CPU on all
-#      cores and JAX), alone, so that nothing else competes with its CPU and JAX rows.
+#      cores and JAX), alone, so that nothing else competes with its GPU, CPU and JAX rows.
 #
-# 1 and 2 run side by side: the tune times GPU kernels (host-device copies included) and
-# compiles on one core, the tests compile on the others.  Each step has a time limit (seconds,
-# from the environment); what a step finished is kept when it is cut (bench_gpu.py saves after
-# every row).
+# 1 and 2 run side by side (both mostly compile on the CPU: 16 cores).  Each step has a time
+# limit (seconds, from the environment); what a step finished is kept when it is cut
+# (bench_gpu.py saves after every row).  At most 8 files come back from a lent machine, so the
+# environment goes into steps.log and the tune's log into bench.log.
 #
 #   bash benchmarks/gpu_session.sh OUTDIR        (PYTHON, JAX_PYTHON: interpreters; default python3;
 #                                                 TESTS: the tests to run; TEST_WORKERS: processes)
@@ -42,7 +42,7 @@ for name in ("numpy", "numba", "llvmlite", "numba_cuda", "jax", "xarray", "dask"
     except Exception as exc:
         print(name, "MISSING", type(exc).__name__, exc)
 PYEOF
-} > "$OUT/env.txt" 2>&1
+} >> "$OUT/steps.log" 2>&1
 stamp "environment recorded"
 
 # 0. optionally (NCU_S > 0, seconds per build) Nsight Compute on one launch of the default and the
@@ -58,12 +58,13 @@ if [ "${NCU_S:-0}" -gt 0 ]; then
   done
 fi
 
-( timeout "${TUNE_S:-270}" "$PY" benchmarks/bench_gpu.py --workloads --tune "${TUNE_R:-262144}" --repeat 2 \
-      --out "$OUT/tune.json" --results "$WORK/tune.md" > "$OUT/tune.log" 2>&1
-  echo "exit $?" >> "$OUT/tune.log" ) &
-tune=$!
-# (the offline PTX compile test is left out: on a GPU every kind compiles for the device itself;
-# the bench script's own test is covered by steps 1 and 4)
+if [ "${SUITE_S:-0}" -gt 0 ]; then
+  ( timeout "$SUITE_S" "$PY" -m stabsim.cli run suite --quick --backend cuda --no-progress \
+        --out "$WORK/quick_cuda" > "$OUT/suite.log" 2>&1
+    echo "exit $?" >> "$OUT/suite.log" ) &
+  suite=$!
+fi
+# (the offline PTX compile test is left out: on a GPU every kind compiles for the device itself)
 # one process per test (pytest-xdist, where installed): each test compiles its own GPU kernels
 # (15-25 s each, one core), so on one process the file took longer than its step (session 14)
 XDIST=$("$PY" -c "import xdist" 2>/dev/null && echo "-n ${TEST_WORKERS:-8}")
@@ -72,23 +73,25 @@ STABSIM_TEST_GPU=1 STABSIM_NO_WARMUP=1 timeout "${TESTS_S:-270}" "$PY" -m pytest
     --deselect tests/test_cuda_backend.py::test_every_kind_compiles_for_the_gpu > "$OUT/tests.log" 2>&1
 echo "exit $?" >> "$OUT/tests.log"
 stamp "tests done: $(tail -1 "$OUT/tests.log")"
-wait "$tune"
-stamp "tune done: $(tail -1 "$OUT/tune.log")"
-
 if [ "${SUITE_S:-0}" -gt 0 ]; then
-  timeout "$SUITE_S" "$PY" -m stabsim.cli run suite --quick --backend cuda --no-progress \
-      --out "$WORK/quick_cuda" > "$OUT/suite.log" 2>&1
-  echo "exit $?" >> "$OUT/suite.log"
+  wait "$suite"
   stamp "suite done: $(tail -1 "$OUT/suite.log")"
   if [ -d "$WORK/quick_cuda" ]; then   # the numbers and reports, not the figures
     tar czf "$OUT/quick_cuda.tgz" -C "$WORK" --exclude='*.png' --exclude='*.pdf' quick_cuda
   fi
 fi
 
+if [ "${TUNE_S:-270}" -gt 0 ]; then
+  timeout "${TUNE_S:-270}" "$PY" benchmarks/bench_gpu.py --workloads --tune "${TUNE_R:-262144}" \
+      --tune-rows "${TUNE_ROWS:-8}" --repeat 2 --out "$OUT/tune.json" --results "$WORK/tune.md" > "$OUT/bench.log" 2>&1
+  echo "tune exit $?" >> "$OUT/bench.log"
+  stamp "tune done: $(tail -1 "$OUT/bench.log")"
+fi
+
 stamp "benchmark starts"
 timeout "${BENCH_S:-200}" "$PY" benchmarks/bench_gpu.py --jax-python "$JAXPY" \
     --workloads ${BENCH_W:-p1_alg1 sgd_pair p4_alg1} --replicates ${BENCH_R:-65536 262144} \
     --cpu-replicates "${BENCH_CPU_R:-1024}" --repeat 2 \
-    --out "$OUT/results_gpu.json" --results "$OUT/gpu_section.md" > "$OUT/bench.log" 2>&1
-echo "exit $?" >> "$OUT/bench.log"
+    --out "$OUT/results_gpu.json" --results "$WORK/gpu_section.md" >> "$OUT/bench.log" 2>&1
+echo "bench exit $?" >> "$OUT/bench.log"
 stamp "benchmark done: $(tail -1 "$OUT/bench.log")"

@@ -119,6 +119,26 @@ def test_a_specialised_build_gives_the_same_numbers(case_id, monkeypatch):
         assert all(spec[6] == 3 for spec in calls)   # p = d = 3 (``_data``)
 
 
+def test_short_calls_take_the_general_build_and_long_ones_the_specialised(monkeypatch):
+    """``SPECIALIZE = None`` on a GPU: a call of at least ``SPECIALIZE_MIN_STEPS`` replicate-steps
+    gets the specialised build (a compilation per configuration), a shorter one the general build
+    of its kind; ``True``/``False`` decide alone; numba's simulator never specialises by itself."""
+    import stabsim.kernels.twin_cuda as tc
+
+    monkeypatch.setattr(tc, "simulator_enabled", lambda: False)   # as on a GPU
+    monkeypatch.setattr(tc, "SPECIALIZE", None)
+    m = tc.SPECIALIZE_MIN_STEPS
+    assert tc.specialised_build(m // 1000, 1000) and tc.specialised_build(1, m)
+    assert not tc.specialised_build(m // 1000 - 1, 1000) and not tc.specialised_build(65536, 20000)
+    monkeypatch.setattr(tc, "SPECIALIZE", True)
+    assert tc.specialised_build(1, 1)
+    monkeypatch.setattr(tc, "SPECIALIZE", False)
+    assert not tc.specialised_build(m, m)
+    monkeypatch.setattr(tc, "SPECIALIZE", None)
+    monkeypatch.setattr(tc, "simulator_enabled", lambda: True)
+    assert not tc.specialised_build(m, m)
+
+
 def test_the_cases_cover_every_kernel_kind():
     kinds = set()
     for _id, kw in CASES:

@@ -51,10 +51,17 @@ MAX_REGISTERS = None
 #: reference point, recorded outputs) with these as constants (``twin.build_replicate``'s
 #: ``SPEC``), so that NVVM drops the branches a run does not take: a compilation per
 #: configuration for fewer registers per thread, and on the fast kinds per-thread iterates
-#: (``LOCAL_MAX_P``).  None (the default): on a GPU, not in numba's simulator, where a
-#: specialised build would only compile the CPU replicate once more per configuration (the
-#: specialised builds are tested there on their own: tests/test_cuda_backend.py).
+#: (``LOCAL_MAX_P``).  None (the default): on a GPU (not in numba's simulator, where a
+#: specialised build would only compile the CPU replicate once more per configuration; the
+#: specialised builds are tested there on their own: tests/test_cuda_backend.py), for a call of at
+#: least ``SPECIALIZE_MIN_STEPS`` replicate-steps (R * T).
 SPECIALIZE = None
+#: the work (replicates x steps of one call) from which ``SPECIALIZE = None`` compiles the
+#: specialised build: its compilation costs seconds per configuration (NVVM on one core), which a
+#: call repays only when long, and a run of many short calls of many configurations (the quick
+#: suite: 34 configurations, almost all calls under 10^9 replicate-steps) would spend minutes
+#: compiling them.  Below it a call uses the general build of its kind (one compilation per kind).
+SPECIALIZE_MIN_STEPS = 10**11
 #: in a specialised build of a fast kind (P1 Alg. 1/2, SGD_pair, P4 Alg. 1: p = d) with p at most
 #: this, a thread keeps its replicate's iterates, output sums, noise and norms in per-thread arrays
 #: of compile-time size (``cuda.local.array``) instead of global scratch: with the dimension a
@@ -196,6 +203,13 @@ def max_chunk(per_replicate: int) -> int:
     return max(1, int(0.5 * free) // max(per_replicate, 1))
 
 
+def specialised_build(R: int, T: int) -> bool:
+    """Whether a call of R replicates and T steps runs the specialised build (``SPECIALIZE``)."""
+    if SPECIALIZE is not None:
+        return bool(SPECIALIZE)
+    return not simulator_enabled() and int(R) * int(T) >= SPECIALIZE_MIN_STEPS
+
+
 def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                      etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                      kind=None, T=None, strides=(1, 1), stop=None, chunk=None):
@@ -208,7 +222,7 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
     C = ckpts.shape[0]
     n, hlen, nwork, use_stats, slen = twin_layout(X, Y, i64(R), i64(schedule), i64(s), i64(form), i64(phi), i64(T))
     spec = None
-    if SPECIALIZE or (SPECIALIZE is None and not simulator_enabled()):
+    if specialised_build(R, T):
         spec = (int(form), int(ckind), int(noise), int(avg_lag), int(bool(has_ref)), int(bool(rec_out)))
         if kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P:
             spec += (int(p),)
