@@ -112,6 +112,7 @@ def test_compare_suites_reports_verdicts_and_relative_differences(tmp_path):
     res = compare_suites.compare(cpu, gpu)
     rows = {s["study"]: s for s in res["studies"]}
     assert 5e-14 < rows["s1"]["max_rel_diff"] < 2e-13 and rows["s1"]["same_verdicts"]
+    assert rows["s1"]["variable"] == "x" and 5e-14 < rows["s1"]["scaled_diff"] < 2e-13   # scale 2: same
     assert rows["s2"]["max_rel_diff"] == 0.0 and not rows["s2"]["same_verdicts"]
     assert rows["s4"]["differ_in_kind"] == ["x (NaN or infinity in one run only)"]
     assert res["verdicts_differ"] == ["s2"] and res["missing"] == ["s3 (only in first)"]

@@ -127,9 +127,10 @@ def test_short_calls_take_the_general_build_and_long_ones_the_specialised(monkey
 
     monkeypatch.setattr(tc, "simulator_enabled", lambda: False)   # as on a GPU
     monkeypatch.setattr(tc, "SPECIALIZE", None)
-    m = tc.SPECIALIZE_MIN_STEPS
+    m, g = tc.SPECIALIZE_MIN_STEPS, tc.SPECIALIZE_MIN_STEPS_GLOBAL
     assert tc.specialised_build(m // 1000, 1000) and tc.specialised_build(1, m)
     assert not tc.specialised_build(m // 1000 - 1, 1000) and not tc.specialised_build(65536, 20000)
+    assert not tc.specialised_build(m, 1, local=False) and tc.specialised_build(g, 1, local=False)
     monkeypatch.setattr(tc, "SPECIALIZE", True)
     assert tc.specialised_build(1, 1)
     monkeypatch.setattr(tc, "SPECIALIZE", False)
@@ -137,6 +138,37 @@ def test_short_calls_take_the_general_build_and_long_ones_the_specialised(monkey
     monkeypatch.setattr(tc, "SPECIALIZE", None)
     monkeypatch.setattr(tc, "simulator_enabled", lambda: True)
     assert not tc.specialised_build(m, m)
+
+
+def test_the_low_occupancy_warning_of_small_launches_is_not_shown(monkeypatch):
+    """numba-cuda warns at every launch of few blocks ("Grid size 1 will likely result in GPU
+    under-utilization", seen on an H200 in every audit's small calls): run_twin keeps it out of the
+    user's output; the numbers are the kernel's own (here the launch is wrapped to warn like that)."""
+    import warnings
+
+    import stabsim.kernels.twin_cuda as tc
+
+    real = tc.cuda_kernel
+
+    class Warns:   # a kernel that warns at launch as numba-cuda does, then runs
+        def __init__(self, kernel):
+            self.kernel = kernel
+
+        def __getitem__(self, config):
+            def launch(*args):
+                warnings.warn("\x1b[1mGrid size 1 will likely result in GPU under-utilization due to low "
+                              "occupancy.\x1b[0m", RuntimeWarning)
+                return self.kernel[config](*args)
+            return launch
+
+    kw = dict(algorithm="p1_alg1", loss="auc_hinge", constraint="l2:0.5")
+    plain = _run(kw, "cuda")
+    monkeypatch.setattr(tc, "cuda_kernel", lambda kind, spec=None: Warns(real(kind, spec)))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        wrapped = _run(kw, "cuda")
+    assert not [w for w in seen if "Grid size" in str(w.message)]
+    np.testing.assert_array_equal(wrapped["dist_iterate"].values, plain["dist_iterate"].values)
 
 
 def test_the_cases_cover_every_kernel_kind():

@@ -28,6 +28,7 @@ docs/gpu.md, "What runs where").
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 
 import numpy as np
@@ -54,21 +55,31 @@ MAX_REGISTERS = None
 #: (``LOCAL_MAX_P``).  None (the default): on a GPU (not in numba's simulator, where a
 #: specialised build would only compile the CPU replicate once more per configuration; the
 #: specialised builds are tested there on their own: tests/test_cuda_backend.py), for a call of at
-#: least ``SPECIALIZE_MIN_STEPS`` replicate-steps (R * T).
+#: least ``SPECIALIZE_MIN_STEPS`` replicate-steps (R * T; ``SPECIALIZE_MIN_STEPS_GLOBAL`` without
+#: per-thread iterates).
 SPECIALIZE = None
 #: the work (replicates x steps of one call) from which ``SPECIALIZE = None`` compiles the
-#: specialised build: its compilation costs seconds per configuration (NVVM on one core), which a
-#: call repays only when long, and a run of many short calls of many configurations (the quick
-#: suite: 34 configurations, almost all calls under 10^9 replicate-steps) would spend minutes
-#: compiling them.  Below it a call uses the general build of its kind (one compilation per kind).
-SPECIALIZE_MIN_STEPS = 10**11
+#: specialised build, where it keeps the iterates in per-thread arrays (fast kinds, p <=
+#: ``LOCAL_MAX_P``): its compilation costs about 10 s per configuration (NVVM on one core), which
+#: a call repays only when long, and a run of many short calls of many configurations (the quick
+#: suite: 34 configurations, every call far under this) would spend minutes compiling them.
+#: Measured on an H200 (P1 Alg. 1, d = 10; docs/gpu.md, session 21): general build 0.240 ns per
+#: replicate-step, specialised with per-thread iterates 0.042 ns, compilation 10.7 s, so the
+#: break-even is 10.7 s / 0.198 ns = 5.4e10 replicate-steps.  Below it a call uses the general
+#: build of its kind (one compilation per kind).  The build follows from (R, T, configuration)
+#: alone, so a call gives the same numbers whatever ran before it in the process.
+SPECIALIZE_MIN_STEPS = 5 * 10**10
+#: the same without per-thread iterates (the general kind, p > ``LOCAL_MAX_P``): there the
+#: specialised build only drops branches, 0.214 against 0.240 ns on the same workload with its
+#: iterates in global memory, so the break-even is 10.7 s / 0.026 ns = 4e11 replicate-steps.
+SPECIALIZE_MIN_STEPS_GLOBAL = 4 * 10**11
 #: in a specialised build of a fast kind (P1 Alg. 1/2, SGD_pair, P4 Alg. 1: p = d) with p at most
 #: this, a thread keeps its replicate's iterates, output sums, noise and norms in per-thread arrays
 #: of compile-time size (``cuda.local.array``) instead of global scratch: with the dimension a
 #: constant the coordinate loops unroll and the compiler can hold the arrays in registers.
 #: At d = 10 ptxas keeps every array in registers, and the launches run within 10 % of a
-#: hand-written kernel (H200, docs/gpu.md, session 18; the earlier timings that chose this build
-#: timed a host-side copy instead, so the builds themselves are not compared yet); it spills
+#: hand-written kernel (H200, docs/gpu.md, session 18) and five times the specialised build with
+#: its iterates in global memory (0.042 against 0.214 ns per replicate-step, session 21); it spills
 #: 12-148 bytes per thread at d = 12, 600-700 at d = 16 and over 3 KB at d = 32, so larger p keep
 #: the global scratch.  0 turns it off.
 LOCAL_MAX_P = 12
@@ -203,11 +214,13 @@ def max_chunk(per_replicate: int) -> int:
     return max(1, int(0.5 * free) // max(per_replicate, 1))
 
 
-def specialised_build(R: int, T: int) -> bool:
-    """Whether a call of R replicates and T steps runs the specialised build (``SPECIALIZE``)."""
+def specialised_build(R: int, T: int, local: bool = True) -> bool:
+    """Whether a call of R replicates and T steps runs the specialised build (``SPECIALIZE``);
+    ``local``: whether that build would keep the iterates in per-thread arrays."""
     if SPECIALIZE is not None:
         return bool(SPECIALIZE)
-    return not simulator_enabled() and int(R) * int(T) >= SPECIALIZE_MIN_STEPS
+    least = SPECIALIZE_MIN_STEPS if local else SPECIALIZE_MIN_STEPS_GLOBAL
+    return not simulator_enabled() and int(R) * int(T) >= least
 
 
 def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
@@ -222,9 +235,10 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
     C = ckpts.shape[0]
     n, hlen, nwork, use_stats, slen = twin_layout(X, Y, i64(R), i64(schedule), i64(s), i64(form), i64(phi), i64(T))
     spec = None
-    if specialised_build(R, T):
+    per_thread = kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P
+    if specialised_build(R, T, per_thread):
         spec = (int(form), int(ckind), int(noise), int(avg_lag), int(bool(has_ref)), int(bool(rec_out)))
-        if kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P:
+        if per_thread:
             spec += (int(p),)
     local = spec is not None and len(spec) == 7   # per-thread iterates (_local_kernel)
     per = bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows, local)
@@ -248,14 +262,18 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
         outs_c = _to_device(outs[a:b] if rec_out else outs)
         sc = scratch   # whole arrays (one compiled layout); threads r >= m return at once
         blocks = (m + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
-        kernel[blocks, THREADS_PER_BLOCK](
-            Xc, Yc, _to_device(kidx[a:b]), _to_device(krows[a:b]),
-            _to_device(reps[a:b]), i64(seed), i64(schedule), i64(s), i64(seq), i64(form),
-            i64(phi), float(q), i64(ckind), float(radius), i64(md), i64(T), shared["etas"], i64(es), shared["omegas"],
-            i64(os_), i64(avg_lag), i64(noise), sigma, bool(has_ref), shared["wref"],
-            _to_device(W0[a:b]), shared["ckpts"], rec_c, bool(rec_out), outs_c,
-            shared["stop"], i64(n), bool(use_stats), sc["W"], sc["g"], sc["acc"], sc["nz"], sc["dx"], sc["hist"],
-            sc["A"], sc["V"], sc["lam"], sc["tmp"], sc["work"], sc["stats"], sc["nrm2"])
+        with warnings.catch_warnings():
+            # a call of few replicates fills few blocks, and numba-cuda then warns of low occupancy
+            # at every launch: nothing a user can act on (audits and searches make many such calls)
+            warnings.filterwarnings("ignore", message=".*Grid size", category=Warning)
+            kernel[blocks, THREADS_PER_BLOCK](
+                Xc, Yc, _to_device(kidx[a:b]), _to_device(krows[a:b]),
+                _to_device(reps[a:b]), i64(seed), i64(schedule), i64(s), i64(seq), i64(form),
+                i64(phi), float(q), i64(ckind), float(radius), i64(md), i64(T), shared["etas"], i64(es), shared["omegas"],
+                i64(os_), i64(avg_lag), i64(noise), sigma, bool(has_ref), shared["wref"],
+                _to_device(W0[a:b]), shared["ckpts"], rec_c, bool(rec_out), outs_c,
+                shared["stop"], i64(n), bool(use_stats), sc["W"], sc["g"], sc["acc"], sc["nz"], sc["dx"], sc["hist"],
+                sc["A"], sc["V"], sc["lam"], sc["tmp"], sc["work"], sc["stats"], sc["nrm2"])
         rec[a:b] = rec_c.copy_to_host()
         if rec_out:
             outs[a:b] = outs_c.copy_to_host()
