@@ -82,6 +82,51 @@ def test_analyse_closes_the_figures_it_opened(tmp_path):
     plt.close(mine)
 
 
+def test_figures_drawn_on_demand_are_drawn_saved_and_closed_one_at_a_time(tmp_path, monkeypatch):
+    """``CheckResult.figure(name, function)``: analyse draws each such figure when it saves it and
+    closes it before the next (a check of 24 figures held them all at once); a function that
+    raises is an error row naming the figure, and the other figures are still saved."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    import stabsim.analyses.base as base
+    from stabsim.analyses import analyse
+    from stabsim.analyses.base import CheckResult
+    from stabsim.cli import main
+
+    sid = "p4_thm2_thm5_sigma2"
+    assert main(["run", sid, "--quick", "--out", str(tmp_path), "--no-progress", "--no-analyse"]) == 0
+    open_at_draw = []
+
+    def draw(k):
+        open_at_draw.append(len(plt.get_fignums()))
+        fig, ax = plt.subplots()
+        ax.plot([0, 1], [0, k])
+        return fig
+
+    def broken():
+        raise ValueError("no data to draw")
+
+    def check(spec, ds):
+        res = CheckResult()
+        for k in range(3):
+            res.figure(f"lazy_{k}", lambda k=k: draw(k))
+        res.figure("broken", broken)
+        return res
+
+    monkeypatch.setattr(base, "get_check", lambda name: base.Check(name=name, func=check))
+    before = len(plt.get_fignums())
+    rec = analyse(tmp_path / sid)
+    assert open_at_draw == [before] * 3          # each drawn with the one before it closed
+    assert len(plt.get_fignums()) == before
+    figs = sorted(p.name for p in (tmp_path / sid / "figures").glob("*.png"))
+    assert figs == ["lazy_0.png", "lazy_1.png", "lazy_2.png"]
+    assert rec["rows"][-1]["verdict"] == "error" and "broken.png" in rec["rows"][-1]["explanation"]
+    assert "no data to draw" in rec["rows"][-1]["explanation"]
+
+
 def test_unknown_check_is_an_error_row(out):
     from stabsim.analyses import get_check
 

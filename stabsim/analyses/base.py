@@ -66,7 +66,7 @@ class CheckResult:
     """What a check returns.
 
     verdicts      ``Verdict``s (one per bound key / rate claim), in table order.
-    figures       ``(file name, matplotlib Figure)`` pairs (PNG names, no folders).
+    figures       ``(file name, matplotlib Figure or a function drawing it)`` pairs (PNG names, no folders).
     explanations  verdict index -> text (required in effect for failed verdicts; see ``add``).
     links         verdict index -> figure file name shown next to that verdict.
     labels        verdict index -> a short label for the row (e.g. "n=100", "eta0 = 0 reading").
@@ -112,7 +112,10 @@ class CheckResult:
         return verdict
 
     def figure(self, name: str, fig) -> str:
-        """Register ``fig`` under the file name ``name`` (``.png`` added); returns the name."""
+        """Register ``fig`` under the file name ``name`` (``.png`` added); returns the name.
+        ``fig``: a matplotlib Figure, or a function of no arguments that draws it; ``analyse``
+        draws, saves and closes those one at a time, so that a check of many figures (P1 Thm 4's
+        tightness sweep: 24) does not hold them all at once."""
         name = name if name.endswith(".png") else name + ".png"
         self.figures.append((name, fig))
         return name
@@ -270,6 +273,12 @@ def _open_figures() -> set:
     return set(plt.get_fignums()) if plt is not None else set()
 
 
+def _close_figure(fig) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
 def _close_figures_since(before: set) -> None:
     """Close the pyplot figures a check opened (saved by then).  pyplot keeps every figure until it
     is closed: a suite of ~70 studies otherwise ends holding all their figures (issue #17, memory)."""
@@ -386,7 +395,14 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
     from ..plots import save
 
     for fname, fig in res.figures:
-        save(fig, figdir / fname)
+        try:
+            drawn = fig() if callable(fig) else fig
+        except Exception as e:  # a figure drawn on demand fails like its check: said in the summary
+            error = error or f"figure {fname!r} of check {name!r} failed: {type(e).__name__}: {e}"
+            continue
+        save(drawn, figdir / fname)
+        if drawn is not fig:
+            _close_figure(drawn)
     if name is not None:
         _close_figures_since(open_before)
     rows = [_row(res, i) for i in range(len(res.verdicts))]

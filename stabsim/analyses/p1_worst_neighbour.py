@@ -30,6 +30,7 @@ the key comes from ``[bounds] keys``, one of ``THEOREMS``)
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -229,9 +230,9 @@ def _cell(spec, res, key, thm, gamma, label, params, sub):
     swept = any(a in spec.sweep for a in ("eta", "n"))
     vr = None if swept else _rate(spec, key, thm, t, vals, bound, notes=[thm.note])
     lb = _lower_bound(spec, res, key, thm, params, sub, label)
-    fig = tightness_figure(t, curves, bound, [vb] + ([vr] if vr else []),
-                           f"{thm.name} tightness: searched worst case vs hand-picked neighbours\n"
-                           + cell_setting(params), thm, thm.ylabel, lower_bound=lb)
+    fig = functools.partial(tightness_figure, t, curves, bound, [vb] + ([vr] if vr else []),   # drawn when saved
+                            f"{thm.name} tightness: searched worst case vs hand-picked neighbours\n"
+                            + cell_setting(params), thm, thm.ylabel, lower_bound=lb)
     figname = res.figure(figure_name(key.replace(".uas", "").replace(".onavg", "") + ".tightness", label), fig)
     lbl = label or None
     expl = None
@@ -424,8 +425,9 @@ def _across(spec, res, key, thm, gamma, var, axis, label, params, sub):
             others[o] = f"{f.slope:.3g} [{f.lower:.3g}, {f.upper:.3g}]"
     shown = copy.deepcopy(params)
     shown[spec.axes[axis][0]][spec.axes[axis][1]] = f"{x[0]:g}..{x[-1]:g}"
-    fig = sweep_figure(x, var, curves, bound, vr, thm, a, f"{thm.name} tightness at T={T:g} against {var}: "
-                       f"{what} vs hand-picked neighbours\n" + cell_setting(shown))
+    fig = functools.partial(sweep_figure, x, var, curves, bound, vr, thm, a,   # drawn when saved
+                            f"{thm.name} tightness at T={T:g} against {var}: {what} vs hand-picked neighbours\n"
+                            + cell_setting(shown))
     figname = res.figure(figure_name(key.replace(".uas", "").replace(".onavg", "") + f".tightness_vs_{var}", label), fig)
     res.add(vr, figure=figname, label=(f"{label}, " if label else "") + f"across {var} at T={T:g}",
             explanation=_across_explanation(vr, var, a, what))
