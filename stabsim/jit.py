@@ -3,30 +3,32 @@
 Every kernel of the package is compiled with ``stabsim.jit.njit``: numba's ``njit`` whose
 pipeline (``InlineCompiler``) is numba's own but for one pass, ``InlineCallees``, which does
 what numba's ``InlineInlinables`` does (inline the callees declared ``inline="always"``) without
-its quadratic copy.
+its copies.
 
 Why.  numba inlines a callee by building its IR afresh from the callee's bytecode (once per call
-site), then copying that IR (``InlineWorker.inline_ir``: twice, the second copy unused) block by
-block with ``copy.deepcopy``.  Each variable of numba's IR points to the function's scope, which
-holds every variable of the function, and each block is copied with a memo of its own: so each
-block's copy copies the whole scope again, blocks x variables objects per copy.  The twin
-kernel's replicate inlines about 90 such callees (nested); the copies were 2.5 of its 9 s of
-compile (first ``run_twin`` from an empty cache, Xeon; ``benchmarks/README.md``, "The inliner's
-copies").
+site), then copying that IR (``InlineWorker.inline_ir``: twice, the second copy returned and
+unused by ``InlineInlinables``) block by block with ``copy.deepcopy``.  Each variable of numba's
+IR points to the function's scope, which holds every variable of the function, and each block is
+copied with a memo of its own: so each block's copy copies the whole scope again, blocks x
+variables objects per copy.  The twin kernel's replicate inlines about 90 such callees (nested);
+the copies were 2.5 of its 9 s of compile (first ``run_twin`` from an empty cache, Xeon;
+``benchmarks/README.md``, "The inliner's copies").
 
 What changes.  While ``InlineCallees`` runs (and the inlining it does inside the callees it
-inlines), the copies of a block keep the scope object instead of copying it (a memo that maps
-the scope to itself).  That scope belongs to the callee IR that was just built for this one call
-site and is dropped after it, which is why it need not be copied: numba renames every variable
-of the inlined blocks into the caller's scope in the next step, reading the callee's variable
-names from that scope (which holds the same names either way).  The inlined IR is the same
-statement for statement, so the machine code is: the kind-0 twin replicate's LLVM IR and
-assembly compared equal up to numba's per-process unique ids (``tests/test_jit.py`` compares a
-compiled function's LLVM IR under both pipelines).  Only the copy function that numba's
-inliner looks up in its module (``numba.core.inline_closurecall.copy``) is replaced, and only
-while the pass runs (numba compiles under a global lock, so no other compilation sees it);
-numba's other inliners (overloads, closures) are untouched.  If numba's module no longer has
-that name, the pass is numba's own.
+inlines), the inliner's block copies are the blocks themselves.  The IR they belong to was built
+for this one call site by ``InlineWorker.run_untyped_passes`` and is dropped after it, so
+nothing else sees the blocks that the inliner then relabels, renames into the caller's scope and
+moves into the caller (the copies existed for inliners whose callee IR is kept and reused, such
+as the overload inliner of the typed passes, which this pass does not touch).  Until session 21
+the copies were made with the callee's scope kept (a memo mapping the scope to itself), which
+removed the quadratic part; not copying at all saves the rest (0.3 s of the first ``run_twin``).
+The inlined IR is the same statement for statement, so the machine code is: the kind-0 twin
+replicate's LLVM IR and assembly compared equal up to numba's per-process unique ids
+(``tests/test_jit.py`` compares a compiled function's LLVM IR under both pipelines).  Only the
+copy function that numba's inliner looks up in its module (``numba.core.inline_closurecall.copy``)
+is replaced, and only while the pass runs (numba compiles under a global lock, so no other
+compilation sees it); numba's other inliners (overloads, closures) are untouched.  If numba's
+module no longer has that name, the pass is numba's own.
 """
 
 from __future__ import annotations
@@ -42,23 +44,23 @@ from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.untyped_passes import InlineInlinables
 
 
-class _ScopeKeepingCopy:
+class _NoBlockCopy:
     """Stands in for the ``copy`` module inside ``numba.core.inline_closurecall`` (whose only use
-    of it is the inliner's block copy): a block is deep-copied with its scope kept."""
+    of it is the inliner's block copy) while ``InlineCallees`` runs: a block is not copied."""
 
     @staticmethod
     def deepcopy(x, memo=None):
         if memo is None and isinstance(x, ir.Block):
-            memo = {id(x.scope): x.scope}
+            return x
         return copy.deepcopy(x, memo)
 
 
 @contextlib.contextmanager
-def _scope_keeping_copies():
+def _no_block_copies():
     if getattr(inline_closurecall, "copy", None) is not copy:   # another numba: leave it alone
         yield
         return
-    inline_closurecall.copy = _ScopeKeepingCopy
+    inline_closurecall.copy = _NoBlockCopy
     try:
         yield
     finally:
@@ -67,15 +69,15 @@ def _scope_keeping_copies():
 
 @register_pass(mutates_CFG=True, analysis_only=False)
 class InlineCallees(FunctionPass):
-    """numba's ``InlineInlinables`` with the inliner's block copies keeping the (fresh, per call
-    site) callee scope instead of copying it once per block (see the module docstring)."""
+    """numba's ``InlineInlinables`` without the inliner's copies of the (fresh, per call site)
+    callee blocks (see the module docstring)."""
     _name = "stabsim_inline_callees"
 
     def __init__(self):
         FunctionPass.__init__(self)
 
     def run_pass(self, state):
-        with _scope_keeping_copies():
+        with _no_block_copies():
             return InlineInlinables().run_pass(state)
 
 

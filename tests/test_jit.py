@@ -1,4 +1,4 @@
-"""``stabsim.jit``: numba's pipeline with the inliner's block copies keeping the callee's scope.
+"""``stabsim.jit``: numba's pipeline without the inliner's copies of the fresh callee blocks.
 
 The pass must change the compile time only: the same function compiled with numba's own
 ``njit`` and with ``stabsim.jit.njit`` has the same LLVM IR, up to numba's per-process unique
@@ -91,6 +91,6 @@ def test_copy_module_restored():
     import copy
 
     from numba.core import inline_closurecall
-    with sjit._scope_keeping_copies():
-        assert inline_closurecall.copy is sjit._ScopeKeepingCopy
+    with sjit._no_block_copies():
+        assert inline_closurecall.copy is sjit._NoBlockCopy
     assert inline_closurecall.copy is copy
