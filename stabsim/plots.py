@@ -400,8 +400,25 @@ def _fit_text(t, avail_px: float, renderer, max_lines: int = 3, min_size: float 
         t.set_fontsize(size)
 
 
+def _fit_legends(fig: Figure, renderer) -> bool:
+    """Wrap (and if needed shrink) legend entries wider than the figure: a legend below the axes
+    (``_legend``) with a long label, e.g. a bound's formula and its verdict, otherwise made the
+    layout engine squeeze the axes to a sliver (matplotlib: "constrained_layout not applied
+    because axes sizes collapsed to zero").  True if a label changed."""
+    changed = False
+    for leg in [ax.get_legend() for ax in fig.axes] + list(fig.legends):
+        if leg is None:
+            continue
+        em = leg.prop.get_size_in_points() * fig.dpi / 72.0
+        avail = 0.94 * fig.bbox.width - (leg.handlelength + leg.handletextpad + 2 * leg.borderpad) * em
+        for t in leg.get_texts():
+            changed |= _fit_text(t, avail, renderer, max_lines=4)
+    return changed
+
+
 def fit_titles(fig: Figure) -> Figure:
-    """Wrap (and if needed shrink) each axes title to its axes' width and the suptitle to the figure's.
+    """Wrap (and if needed shrink) each axes title to its axes' width and the suptitle to the
+    figure's, and legend entries wider than the figure to its width (``_fit_legends``).
 
     The axes get their drawn positions first: the figure's layout engine places them (for
     constrained layout that measures every text around the axes) and each applies its aspect,
@@ -412,13 +429,13 @@ def fit_titles(fig: Figure) -> Figure:
     """
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    changed = _fit_legends(fig, renderer)
     engine = fig.get_layout_engine()
     if engine is not None:
         engine.execute(fig)
     for ax in fig.axes:
         ax.apply_aspect()
-    renderer = fig.canvas.get_renderer()
-    changed = False
     for ax in fig.axes:
         for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
             if t is not None and t.get_visible():
