@@ -5,8 +5,8 @@
 Made for ``stabsim run suite --backend cuda`` against a CPU run of the same profile and seeds
 (docs/gpu.md): the GPU's numbers agree with the CPU's to rounding, not bit for bit, so a study's
 data.nc is compared by the largest relative difference of its floating-point variables (integer
-and string variables must be equal; the variable where it occurs is named with its difference
-relative to the variable's largest magnitude), and its verdicts row by row (theorem key, verdict).  A study
+and string variables must be equal; also the largest difference relative to a variable's largest
+magnitude, with that variable's name), and its verdicts row by row (theorem key, verdict).  A study
 found in one folder only is listed.  Exit status 1 when a verdict differs or a study is missing
 from the second folder, else 0.
 
@@ -39,10 +39,10 @@ def verdicts(study: Path) -> list[tuple[str, str]]:
 def max_rel_diff(a: Path, b: Path) -> tuple[float, list[str], tuple[str, float]]:
     """Largest relative difference over the floating-point variables of two data.nc files
     (NaN in both, or the same infinity, counts as equal), the variables that differ in kind
-    (shape, integers or strings, a NaN or an infinity in one run only), and (the variable of the
-    largest relative difference, its largest difference relative to that variable's largest
-    magnitude): a pointwise relative difference of a number that is rounding noise next to its
-    variable's scale (a distance of 1e-34 where others are 0.1) says nothing, the scaled one does."""
+    (shape, integers or strings, a NaN or an infinity in one run only), and (variable, difference)
+    for the largest difference relative to its variable's largest magnitude: a pointwise relative
+    difference of a number that is rounding noise next to its variable's scale (a distance of
+    1e-34 where others are 0.1) says nothing, the scaled one does."""
     worst, bad, where = 0.0, [], ("", 0.0)
     with xr.open_dataset(a) as da, xr.open_dataset(b) as db:
         for name in da.data_vars:
@@ -60,10 +60,11 @@ def max_rel_diff(a: Path, b: Path) -> tuple[float, list[str], tuple[str, float]]
                     bad.append(f"{name} (NaN or infinity in one run only)")
                 elif np.any(~same):
                     diff = np.abs(x[~same] - y[~same])
-                    rel = float((diff / np.maximum(np.abs(x[~same]), np.finfo(float).tiny)).max())
-                    if rel > worst:
-                        scale = float(np.max(np.abs(x[np.isfinite(x)]), initial=0.0))
-                        worst, where = rel, (name, float(diff.max()) / max(scale, np.finfo(float).tiny))
+                    worst = max(worst, float((diff / np.maximum(np.abs(x[~same]), np.finfo(float).tiny)).max()))
+                    scale = float(np.max(np.abs(x[np.isfinite(x)]), initial=0.0))
+                    scaled = float(diff.max()) / max(scale, np.finfo(float).tiny)
+                    if scaled > where[1]:
+                        where = (name, scaled)
             elif not np.array_equal(x, y):
                 bad.append(name)
     return worst, bad, where
@@ -102,8 +103,8 @@ def markdown(res: dict) -> str:
         lines.append("")
         for s in sorted(res["studies"], key=lambda s: -s["max_rel_diff"])[:10]:
             if s["max_rel_diff"] > 1e-8:
-                lines.append(f"- {s['study']}: {s['max_rel_diff']:.2e} (`{s['variable']}`; relative to its "
-                             f"largest magnitude: {s['scaled_diff']:.1e})")
+                lines.append(f"- {s['study']}: {s['max_rel_diff']:.2e}; relative to a variable's largest magnitude "
+                             f"at most {s['scaled_diff']:.1e} (`{s['variable']}`)")
     for name in res["verdicts_differ"]:
         lines.append(f"- verdicts differ: {name}")
     for name in res["missing"]:

@@ -404,13 +404,19 @@ def _fit_legends(fig: Figure, renderer) -> bool:
     """Wrap (and if needed shrink) legend entries wider than the figure: a legend below the axes
     (``_legend``) with a long label, e.g. a bound's formula and its verdict, otherwise made the
     layout engine squeeze the axes to a sliver (matplotlib: "constrained_layout not applied
-    because axes sizes collapsed to zero").  True if a label changed."""
+    because axes sizes collapsed to zero").  An axes' legend gets the width that fits around its
+    axes' centre (one panel of two: about half the figure).  True if a label changed."""
     changed = False
-    for leg in [ax.get_legend() for ax in fig.axes] + list(fig.legends):
+    W = fig.bbox.width
+    for parent, leg in [(ax, ax.get_legend()) for ax in fig.axes] + [(None, leg) for leg in fig.legends]:
         if leg is None:
             continue
+        width = 0.94 * W
+        if parent is not None:   # centred on its axes (``_legend``): as wide as it can be around that centre
+            centre = parent.get_position().x0 * W + parent.get_position().width * W / 2.0
+            width = min(width, 0.97 * 2.0 * min(centre, W - centre))
         em = leg.prop.get_size_in_points() * fig.dpi / 72.0
-        avail = 0.94 * fig.bbox.width - (leg.handlelength + leg.handletextpad + 2 * leg.borderpad) * em
+        avail = width - (leg.handlelength + leg.handletextpad + 2 * leg.borderpad) * em
         for t in leg.get_texts():
             changed |= _fit_text(t, avail, renderer, max_lines=4)
     return changed

@@ -110,10 +110,15 @@ def test_figures_drawn_on_demand_are_drawn_saved_and_closed_one_at_a_time(tmp_pa
         raise ValueError("no data to draw")
 
     def check(spec, ds):
+        from stabsim.verdicts import Verdict
+
         res = CheckResult()
         for k in range(3):
             res.figure(f"lazy_{k}", lambda k=k: draw(k))
-        res.figure("broken", broken)
+        res.add(Verdict(key="P4.Thm2.sigma2", quantity="x", tag="EXPLICIT", verdict="holds", n_replicates=5,
+                        level=0.95),
+                figure=res.figure("broken", broken))
+        res.figure("broken_too", broken)
         return res
 
     monkeypatch.setattr(base, "get_check", lambda name: base.Check(name=name, func=check))
@@ -124,7 +129,9 @@ def test_figures_drawn_on_demand_are_drawn_saved_and_closed_one_at_a_time(tmp_pa
     figs = sorted(p.name for p in (tmp_path / sid / "figures").glob("*.png"))
     assert figs == ["lazy_0.png", "lazy_1.png", "lazy_2.png"]
     assert rec["rows"][-1]["verdict"] == "error" and "broken.png" in rec["rows"][-1]["explanation"]
+    assert "broken_too.png" in rec["rows"][-1]["explanation"]   # every failure named
     assert "no data to draw" in rec["rows"][-1]["explanation"]
+    assert rec["rows"][0]["verdict"] == "holds" and not rec["rows"][0]["figure"]   # no link to a missing PNG
 
 
 def test_unknown_check_is_an_error_row(out):

@@ -13,6 +13,7 @@ import re
 
 import numba
 import numpy as np
+from numba.extending import overload
 
 from stabsim import jit as sjit
 from stabsim.kernels import twin as K
@@ -94,3 +95,47 @@ def test_copy_module_restored():
     with sjit._no_block_copies():
         assert inline_closurecall.copy is sjit._NoBlockCopy
     assert inline_closurecall.copy is copy
+    with sjit._fresh_callee_workers():
+        assert inline_closurecall.InlineWorker is sjit._FreshCalleeWorker
+    assert inline_closurecall.InlineWorker is sjit._NUMBA_WORKER
+
+
+def _twice(x):
+    pass
+
+
+@overload(_twice, inline="always")
+def _ov_twice(x):
+    def impl(x):
+        y = x * 2.0
+        if y > 100.0:
+            y = 100.0
+        return y
+    return impl
+
+
+@numba.njit   # numba's typed passes inline the overload twice from the IR its template keeps
+def _uses_the_overload_twice(x):
+    return _twice(x) + 10.0 * _twice(x + 1.0)
+
+
+@numba.njit(inline="always")
+def _compiles_another_while_built(x):
+    if isinstance(x, float):   # partial type inference while this IR is built: compiles the above
+        return _uses_the_overload_twice(1.5) + x
+    return 0.0
+
+
+def _outer(x):
+    return _compiles_another_while_built(x)
+
+
+def test_an_overload_inlined_while_a_callee_is_built_keeps_numbas_copies():
+    """Building an inlined callee's IR can compile another function, whose typed passes inline an
+    ``@overload(inline="always")`` from the IR the template keeps for every call site: that
+    inliner must still copy (with the copies off for the whole pass, the second inlining read
+    blocks the first had moved, and numba failed: "Cannot add edge as dest node ... not in nodes").
+    Found in review; no kernel of the package is built like this."""
+    assert sjit.njit(_outer)(3.0) == numba.njit(_outer)(3.0) == 56.0
+    assert _uses_the_overload_twice(3.0) == 6.0 + 10.0 * 8.0
+

@@ -246,3 +246,29 @@ def test_a_long_legend_entry_below_the_axes_is_wrapped_to_the_figure(tmp_path):
         assert box.x0 >= 0 and box.x1 <= fig.bbox.width
     plt.close(fig)
 
+
+def test_a_long_legend_entry_under_one_of_two_panels_stays_on_the_figure(tmp_path):
+    """Under the left panel of two (P1 Thm 4's tightness figure with its lower-bound panel), a
+    legend centred on that panel can only be about twice the distance to the figure's edge wide."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from stabsim import plots
+
+    long = ("P1 Theorem 4 bound (corrected reading) - holds; worst margin 8.82 at t=400; tightness "
+            "0.0014-0.0031 over the whole horizon; vacuous for every t below the crossing point")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14.0, 5.0))
+    left.plot([1, 2, 3], [1.0, 2.0, 3.0], label=long)
+    right.plot([1, 2, 3], [3.0, 2.0, 1.0], label="short")
+    plots._legend(left)
+    fig.tight_layout()
+    plots.save(fig, tmp_path / "f.png")
+    fig.draw_without_rendering()
+    for t in left.get_legend().get_texts():
+        box = t.get_window_extent()
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    assert "\n" in left.get_legend().get_texts()[0].get_text()
+    plt.close(fig)
+

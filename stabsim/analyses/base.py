@@ -394,15 +394,19 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
         old.unlink()
     from ..plots import save
 
+    failed = []
     for fname, fig in res.figures:
         try:
             drawn = fig() if callable(fig) else fig
         except Exception as e:  # a figure drawn on demand fails like its check: said in the summary
-            error = error or f"figure {fname!r} of check {name!r} failed: {type(e).__name__}: {e}"
+            failed.append(f"figure {fname!r} of check {name!r} failed: {type(e).__name__}: {e}")
+            res.links = {i: f for i, f in res.links.items() if f != fname}   # no link to a missing PNG
             continue
         save(drawn, figdir / fname)
         if drawn is not fig:
             _close_figure(drawn)
+    if failed:
+        error = "; ".join(([error] if error else []) + failed)
     if name is not None:
         _close_figures_since(open_before)
     rows = [_row(res, i) for i in range(len(res.verdicts))]
