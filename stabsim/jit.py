@@ -23,9 +23,9 @@ IR is kept and reused, such as the overload inliner of the typed passes (a templ
 every call site), and those still copy, also when building a callee's IR compiles another
 function whose typed passes inline overloads (``tests/test_jit.py`` has such a case: with the
 copies switched off for the whole pass, as first written, that second inlining read IR the
-first had moved, and numba failed).  Until session 21
-the copies were made with the callee's scope kept (a memo mapping the scope to itself), which
-removed the quadratic part; not copying at all saves the rest (0.3 s of the first ``run_twin``).
+first had moved, and numba failed).  Until session 21 the copies were made with the callee's
+scope kept (a memo mapping the scope to itself), which removed the quadratic part; not copying
+at all saves the rest (0.3 s of the first ``run_twin``).
 The inlined IR is the same statement for statement, so the machine code is: the kind-0 twin
 replicate's LLVM IR and assembly compared equal up to numba's per-process unique ids
 (``tests/test_jit.py`` compares a compiled function's LLVM IR under both pipelines).  Only the

@@ -170,7 +170,8 @@ def warm_studies(study_ids, processes: int | None = None, log=None, path=STUDY_K
 
 def record(out=SIGNATURES) -> int:
     """Write every compiled signature of every stabsim kernel in this process to ``out``
-    (run after the quick suite, in the same process: ``python -m stabsim.warmup --record``)."""
+    (run after the quick suite, in the same process: ``python -m stabsim.warmup --record``; or
+    after one study, ``--used-by``)."""
     entries = used_entries()
     with open(out, "wb") as fh:
         pickle.dump(entries, fh)
@@ -246,8 +247,7 @@ def _main(argv=None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             if cli(["run", args.used_by, "--quick", "--out", tmp, "--no-progress"]) != 0:
                 return 1
-        with open(args.into, "wb") as fh:
-            pickle.dump(used_entries(), fh)
+        record(args.into)
         return 0
     if args.stdin:
         import stabsim  # noqa: F401  (numba's cache folder, before anything compiles)
