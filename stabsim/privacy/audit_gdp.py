@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.stats import norm
@@ -97,6 +98,13 @@ def gdp_epsilon_lower(mu, delta):
         return 0.0
     if not math.isfinite(mu) or mu > MU_PLD_MAX:
         return gdp_epsilon(delta, min(mu, 1e6))
+    return _pld_epsilon_lower(mu, delta)
+
+
+@lru_cache(maxsize=256)
+def _pld_epsilon_lower(mu, delta):
+    """The optimistic PLD's eps(delta) of mu-GDP (seconds each: remembered in this process, since
+    audits that separate perfectly share their mu bound, which depends on the counts alone)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     dist = pld.from_gaussian_mechanism(standard_deviation=1.0 / mu, sensitivity=1.0,

@@ -156,40 +156,60 @@ class AuditReport:
 
 
 # ---------------------------------------------------------------------------- accountant
+def _mechanism_args(record) -> tuple:
+    """(constructor name, arguments) of the accountant's mechanism for a calibration record: the
+    only fields of the record the mechanism depends on (``mechanism_for``; the key of the memo of
+    ``accountant_epsilon_for``)."""
+    a = record["algorithm"]
+    eps, delta = record["eps"], record["delta"]
+    if a == "p0_alg2":
+        return "p0_output_perturbation", (record["T"], record["n"], record["eta"], record["G"], eps, delta,
+                                          record["reading"]), ()
+    if a == "p1_alg3":
+        return "p1_alg3", (record["n"], record["eta"], record["G"], eps, delta), ()
+    if a == "p2_alg1":
+        return "p2_gradient_perturbation", (record["T"], record["n"], record["G"], eps, delta), ()
+    if a.startswith("p3_"):
+        if record["online"]:
+            return "p3_online", (record["n"], record["G_tilde"], record["alpha"], eps, delta, record["T1"],
+                                 record["exact_rho"]), ()
+        return "p3_offline", (record["n"], record["G_tilde"], record["alpha"], eps, delta), ()
+    if a in ("p4_alg1", "p4_alg2"):
+        return "p4_dpsgd", (record["n"], record["T"], record["G"], eps, delta), (
+            ("pairwise", record["pairwise"]), ("sigma2", record["sigma_paper"] ** 2))
+    raise ValueError(f"no accountant mapping for {a!r}")
+
+
 def mechanism_for(record):
     """The accountant's :class:`~stabsim.privacy.accountant.Mechanism` of a run's calibration record."""
     from . import accountant as acc
 
-    a = record["algorithm"]
-    eps, delta = record["eps"], record["delta"]
-    if a == "p0_alg2":
-        mech = acc.p0_output_perturbation(record["T"], record["n"], record["eta"], record["G"],
-                                          eps, delta, record["reading"])
-    elif a == "p1_alg3":
-        mech = acc.p1_alg3(record["n"], record["eta"], record["G"], eps, delta)
-    elif a == "p2_alg1":
-        mech = acc.p2_gradient_perturbation(record["T"], record["n"], record["G"], eps, delta)
-    elif a.startswith("p3_"):
-        if record["online"]:
-            mech = acc.p3_online(record["n"], record["G_tilde"], record["alpha"], eps, delta,
-                                 record["T1"], record["exact_rho"])
-        else:
-            mech = acc.p3_offline(record["n"], record["G_tilde"], record["alpha"], eps, delta)
-    elif a in ("p4_alg1", "p4_alg2"):
-        mech = acc.p4_dpsgd(record["n"], record["T"], record["G"], eps, delta,
-                            pairwise=record["pairwise"], sigma2=record["sigma_paper"] ** 2)
-    else:
-        raise ValueError(f"no accountant mapping for {a!r}")
-    return mech
+    name, args, kwargs = _mechanism_args(record)
+    return getattr(acc, name)(*args, **dict(kwargs))
+
+
+#: accountant_epsilon_for's results in this process, by mechanism arguments, noise scale and PLD
+#: limit: an audit's analysis asks for the accountant's eps at the paper's noise for its AUDIT row and
+#: again for its SANITY row's target (PLD compositions of up to seconds each; the same numbers)
+_EPSILON_MEMO: dict = {}
 
 
 def accountant_epsilon_for(record, noise_scale=1.0, pld_skip_above=50.0):
     """(eps_pld, eps_rdp, note) the accountant gives for the calibration record of a run,
     with every noise std multiplied by ``noise_scale``.  The PLD accountant is skipped (None)
-    when the RDP epsilon exceeds ``pld_skip_above`` (it would take minutes at tiny noise)."""
+    when the RDP epsilon exceeds ``pld_skip_above`` (it would take minutes at tiny noise).
+    Remembered in this process by the mechanism's arguments (``_EPSILON_MEMO``)."""
+    name, args, kwargs = _mechanism_args(record)
+    key = (name, tuple((type(v).__name__, v) for v in args + tuple(v for _, v in kwargs)),
+           float(noise_scale), float(pld_skip_above))
+    if key not in _EPSILON_MEMO:
+        _EPSILON_MEMO[key] = _accountant_epsilon(mechanism_for(record), noise_scale, pld_skip_above)
+    return _EPSILON_MEMO[key]
+
+
+def _accountant_epsilon(mech, noise_scale, pld_skip_above):
     from . import accountant as acc
 
-    mech = mechanism_for(record)
     res, notes = {}, [mech.note]
     for which in ("rdp", "pld"):
         if which == "pld" and res.get("rdp") is not None and res["rdp"] > pld_skip_above:

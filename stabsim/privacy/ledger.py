@@ -204,7 +204,8 @@ def sigma_needed(mech, eps=None):
 
     # locate the root with a 10x coarser PLD (cheap), then polish at the accounting interval
     # with a Newton step (slope from the coarse curve) and a secant step: ~3 fine evaluations.
-    fc = lambda x: f(x, 10.0)  # noqa: E731
+    # brentq evaluates the bracket's ends again, which the bracketing loops just did: remembered
+    fc = lru_cache(maxsize=None)(lambda x: f(x, 10.0))
     lo, hi = -0.35, 0.35
     while fc(lo) <= 0:
         lo -= 0.7
