@@ -187,10 +187,11 @@ def cmd_run(args) -> int:
         from .warmup import warm
 
         warm(log=lambda m: print(m, file=sys.stderr))
-    elif args.backend in (None, "cpu"):   # a few built-in studies: their (CPU) kernels on every core first
-        from .warmup import warm_studies
+    elif args.backend in (None, "cpu"):   # a few studies: their (CPU) kernels, or an alike built-in study's, first
+        from .warmup import study_likeness, warm_studies
 
-        warm_studies(ids, log=lambda m: print(m, file=sys.stderr))
+        warm_studies(ids, log=lambda m: print(m, file=sys.stderr),
+                     like={s.id: study_likeness(s.kind, s.sections) for s in specs})
     reporting = (args.report is not None or "suite" in args.study) and analyse is not None
     ledger = None
     if reporting:   # the report's privacy ledger, accounted while the studies run

@@ -123,6 +123,41 @@ def test_warm_studies_compiles_only_what_is_not_cached(tmp_path, monkeypatch):
     assert len(asked) == 1
 
 
+def test_a_users_study_gets_the_kernels_every_alike_built_in_study_uses(tmp_path, monkeypatch):
+    """A study without a record (a user's own) is warmed with the kernels that every built-in study of
+    its kind and algorithm uses (the intersection: nothing that one of them does without)."""
+    import pickle
+
+    studies = tmp_path / "studies"
+    studies.mkdir()
+    for sid, kind, alg in (("a", "twin_risk", "p1_alg1"), ("b", "twin_risk", "p1_alg1"), ("c", "twin", "p1_alg1"),
+                           ("d", "privacy_audit", None)):
+        body = f'[study]\nid = "{sid}"\nkind = "{kind}"\n' + (f'[algorithm]\nname = "{alg}"\n' if alg else
+                                                                '[audit]\nalgorithm = "p4_alg1"\n')
+        (studies / f"{sid}.toml").write_text(body)
+    (studies / "broken.toml").write_text("not toml [")
+    assert warmup.stand_ins("twin_risk", "p1_alg1", studies) == ["a", "b"]
+    assert warmup.stand_ins("privacy_audit", "p4_alg1", studies) == ["d"]
+    assert warmup.stand_ins("twin_risk", "p4_alg1", studies) == []
+    assert warmup.study_likeness("twin", {"algorithm": {"name": "p1_alg1"}}) == ("twin", "p1_alg1")
+    assert warmup.study_likeness("privacy_audit", {"audit": {"algorithm": "p2_alg1"}}) == ("privacy_audit", "p2_alg1")
+
+    other = "(float64,)"
+    table = {"a": [("stabsim.rng", "fill_uniform", [SIG, other]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG])],
+             "b": [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.rng", "fill_normal", [SIG])],
+             "c": [("stabsim.rng", "fill_normal", [SIG])]}
+    path = tmp_path / "studies.pkl"
+    path.write_bytes(pickle.dumps(table))
+    like = {"mine": ("twin_risk", "p1_alg1"), "odd": ("twin_risk", "p4_alg1")}
+    orig = warmup.stand_ins
+    monkeypatch.setattr(warmup, "stand_ins", lambda kind, alg: orig(kind, alg, studies))
+    assert warmup.study_entries(["mine"], path, like) == [("stabsim.rng", "fill_uniform", [SIG])]
+    assert warmup.study_entries(["odd", "mine2"], path, like) == []          # nothing alike / no likeness
+    assert warmup.study_entries(["c", "mine"], path, like) == [              # a recorded study: its record
+        ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.rng", "fill_uniform", [SIG])]
+    assert warmup.study_entries(["mine"], path) == []                            # no likeness given: none
+
+
 def test_record_studies_runs_each_study_alone_and_skips_one_that_fails(tmp_path, capsys):
     out = tmp_path / "studies.pkl"
     assert warmup.record_studies(["p2_thm1_privacy", "no_such_study"], out=out) == 1
