@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+import early_children
 import numpy as np
 import pytest
 from numba import typeof
@@ -136,8 +137,8 @@ def test_the_helpers_signatures_are_those_the_calls_compile(monkeypatch):
                      np.arange(R), np.int64(0), np.array([np.arange(20)] * R), AUC, 0, 1.0, 1, 1.0, 0, 0.1,
                      np.int64(3), True, 0.5, 0.5, False, np.zeros((R, 3)), np.array([20]),
                      np.zeros((R, 1, giga.N_REC_GIGA)), False, np.zeros((1, 1, 2, 1)), np.zeros((R, 2, 2, 3)))
-    _, kernel_args = seen["replicate_address"]
-    entries = twin._compiled_beside(tuple(typeof(a) for a in kernel_args))
+    kind, kernel_args = seen["replicate_address"]
+    entries = twin._compiled_beside(kind, tuple(typeof(a) for a in kernel_args))
     _, giga_args, _, beside = seen["address_for"]
     entries += beside(tuple(typeof(a) for a in giga_args))
     assert [e[1] for e in entries] == ["_twin_kernel", "checkpoint_sums", "_giga_parallel"]
@@ -145,3 +146,41 @@ def test_the_helpers_signatures_are_those_the_calls_compile(monkeypatch):
         disp = getattr(sys.modules[module], name)
         for sig in sigs:
             assert sig in disp.signatures, (name, sig, disp.signatures)
+
+
+GENERAL_CHILD = """
+import numpy as np
+from stabsim import run_twin
+from stabsim.kernels import twin
+rng = np.random.default_rng(0)
+X = rng.standard_normal((20, 3)); y = np.where(rng.random(20) < .5, 1.0, -1.0); y[:2] = [1, -1]
+run_twin(X, y, algorithm="p1_alg1", loss="auc_hinge", constraint=("l2", 1.0), T=10, replicates=2, buffer=3,
+         progress=False)
+(module, name, sigs), = twin._late_callees(twin.GENERAL)
+(cres,) = twin._CPU_REPLICATES[twin.GENERAL].overloads.values()   # typed here: the cache was empty
+typed = {tuple(c.args) for c in cres.type_annotation.calltypes.values() if c is not None}
+print(name, len(sigs), all(tuple(s) in typed for s in sigs))   # what the replicate itself calls
+"""
+
+#: the general kind's replicate compiled from an empty cache, with its helper (tests/early_children.py)
+EARLY_CHILDREN = ("general",)
+
+
+def early_child(key, folder):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(folder / "cache"),
+           "PYTHONPATH": os.pathsep.join([os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                          os.environ.get("PYTHONPATH", "")])}
+    for k in ("STABSIM_NO_WARMUP", "STABSIM_NUMBA_CACHE_AUTO"):
+        env.pop(k, None)
+    return [sys.executable, "-c", GENERAL_CHILD], env
+
+
+def test_the_general_kinds_late_callee_is_the_one_its_replicate_types(tmp_path):
+    """The helper of a general-kind call compiles the ``_grad`` its replicate types about 12 s in: the
+    signature handed over must be the one the replicate asks for (compiled by the helper and loaded,
+    or compiled here when the helper was slower), or the helper's work is wasted."""
+    assert twin._late_callees(0) == [] and len(twin._late_callees(twin.GENERAL)) == 1
+    done, _ = early_children.results(sys.modules[__name__], tmp_path)
+    p = done["general"]
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["_grad", "1", "True"]

@@ -91,6 +91,7 @@ arrays, so the step is written once for both backends.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -684,15 +685,31 @@ def replicate_address(kind: int, kernel_args: tuple) -> int:
     """The address of kind ``kind``'s replicate compiled for ``_twin_kernel(addr, *kernel_args)``
     (compiled or loaded from the on-disk cache on first use; when it is compiled, the kernel and
     the checkpoint sums are compiled meanwhile in a helper process, ``stabsim.compile_beside``)."""
-    return address_for(_CPU_REPLICATES[kind], kernel_args, replicate_types, beside=_compiled_beside)
+    return address_for(_CPU_REPLICATES[kind], kernel_args, replicate_types,
+                       beside=functools.partial(_compiled_beside, kind))
 
 
-def _compiled_beside(argtypes: tuple) -> list:
-    """What a ``twin_kernel`` call with these argument types compiles after the replicate:
-    ``_twin_kernel`` (the address typed as an int64) and ``run_twin``'s ``checkpoint_sums``
-    (etas, es, ckpts)."""
+def _compiled_beside(kind: int, argtypes: tuple) -> list:
+    """What a ``twin_kernel`` call of this kind with these argument types compiles late in the
+    replicate (``_late_callees``) and after it: ``_twin_kernel`` (the address typed as an int64)
+    and ``run_twin``'s ``checkpoint_sums`` (etas, es, ckpts)."""
     sums = (argtypes[16], types.int64, argtypes[26])
-    return _KERNEL_BESIDE(argtypes) + [(__name__, "checkpoint_sums", [sums])]
+    return _late_callees(kind) + _KERNEL_BESIDE(argtypes) + [(__name__, "checkpoint_sums", [sums])]
+
+
+def _late_callees(kind: int) -> list:
+    """The general kind's replicate types ``_grad`` for its reference point's losses (``prime`` a
+    literal False) after ``_general_step``, about 12 s into its compile from an empty cache (2-vCPU
+    Xeon): a helper started with the call has compiled it by then, and the replicate loads it from
+    the cache instead of compiling it (about 6.6 s).  The signature is the warm-up's recorded one
+    (the kernel's arguments have fixed types); a signature the call does not use only costs the
+    helper's time.  The fast kinds' callees are typed within 2-3 s, before a helper has started."""
+    if kind != GENERAL:
+        return []
+    from ..warmup import load_signatures
+
+    return [(m, n, [s for s in sigs if any(isinstance(t, types.BooleanLiteral) for t in s)])
+            for m, n, sigs in load_signatures() if (m, n) == (__name__, "_grad")]
 
 
 _KERNEL_BESIDE = caller_beside(__name__, "_twin_kernel")
