@@ -698,18 +698,28 @@ def _compiled_beside(kind: int, argtypes: tuple) -> list:
 
 
 def _late_callees(kind: int) -> list:
-    """The general kind's replicate types ``_grad`` for its reference point's losses (``prime`` a
-    literal False) after ``_general_step``, about 12 s into its compile from an empty cache (2-vCPU
-    Xeon): a helper started with the call has compiled it by then, and the replicate loads it from
-    the cache instead of compiling it (about 6.6 s).  The signature is the warm-up's recorded one
-    (the kernel's arguments have fixed types); a signature the call does not use only costs the
-    helper's time.  The fast kinds' callees are typed within 2-3 s, before a helper has started."""
-    if kind != GENERAL:
-        return []
+    """The kind's replicate's callees a helper started with a cold call can have compiled before
+    the replicate types them.  The general kind types ``_grad`` for its reference point's losses
+    (``prime`` a literal False) after ``_general_step``, about 12 s into its compile from an empty
+    cache (2-vCPU Xeon), and loads it from the cache instead of compiling it (about 6.6 s).  The
+    fast kinds type ``_record`` and their loss's value (about 0.9 s together) 2-3 s in, when a helper
+    (about 1 s to start) may or may not be done: whichever it is done with is loaded, the others are
+    compiled here as before.  The signatures are the warm-up's recorded ones (the kernel's arguments
+    have fixed types); one the call does not use only costs the helper's time."""
     from ..warmup import load_signatures
 
-    return [(m, n, [s for s in sigs if any(isinstance(t, types.BooleanLiteral) for t in s)])
-            for m, n, sigs in load_signatures() if (m, n) == (__name__, "_grad")]
+    want = _LATE_CALLEES[kind]
+    found = {(n, any(isinstance(t, types.BooleanLiteral) for t in sig)): (m, n, sig)
+             for m, n, sigs in load_signatures() if m == __name__ for sig in sigs}
+    return [(found[w][0], found[w][1], [found[w][2]]) for w in want if w in found]
+
+
+#: per kind, (name, whether the signature has a literal flag) of the callees ``_late_callees`` hands to
+#: the helper, in the order it compiles them
+_LATE_CALLEES = {FAST_PREVIOUS: (("_record", False), ("linear_pair_value", False)),
+                 FAST_PAIR: (("_record", False), ("linear_pair_value", False)),
+                 FAST_POINT: (("_record", False), ("point_coef", False)),
+                 GENERAL: (("_grad", True),)}
 
 
 _KERNEL_BESIDE = caller_beside(__name__, "_twin_kernel")
