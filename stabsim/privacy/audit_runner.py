@@ -157,9 +157,9 @@ class AuditReport:
 
 # ---------------------------------------------------------------------------- accountant
 def _mechanism_args(record) -> tuple:
-    """(constructor name, arguments) of the accountant's mechanism for a calibration record: the
-    only fields of the record the mechanism depends on (``mechanism_for``; the key of the memo of
-    ``accountant_epsilon_for``)."""
+    """(constructor name, positional arguments, keyword arguments as (name, value) pairs) of the
+    accountant's mechanism for a calibration record: the only fields of the record the mechanism
+    depends on (``mechanism_for``; the key of the memo of ``accountant_epsilon_for``)."""
     a = record["algorithm"]
     eps, delta = record["eps"], record["delta"]
     if a == "p0_alg2":
