@@ -141,11 +141,9 @@ def pld_subsampled_epsilon(z, q, steps, delta, interval, pessimistic=True):
     n_pts = pld_points(mu, interval, q, steps)
     if n_pts > PLD_POINT_BUDGET:
         raise MemoryError(f"PLD support of ~{n_pts:.3g} points exceeds the budget {PLD_POINT_BUDGET:.3g}")
-    from dp_accounting.pld import privacy_loss_distribution as pldm
+    from .pld_gaussian import subsampled_gaussian_pld    # = from_gaussian_mechanism, vectorised
 
-    pld = pldm.from_gaussian_mechanism(z, value_discretization_interval=interval, sampling_prob=q,
-                                       pessimistic_estimate=pessimistic,
-                                       use_connect_dots=pessimistic)
+    pld = subsampled_gaussian_pld(z, q, interval, pessimistic)
     if steps > 1:
         pld = pld.self_compose(int(steps))
     return float(pld.get_epsilon_for_delta(delta))

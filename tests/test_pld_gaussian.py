@@ -1,0 +1,73 @@
+"""The vectorised subsampled-Gaussian PLD is dp_accounting's own, bit for bit.
+
+The reference is dp_accounting's ``from_gaussian_mechanism`` (the scalar loop it replaces), not
+numbers copied from our output: every grid value of delta(eps), every pmf entry and the composed
+eps must be *equal* (same ufuncs in the same order), not merely close.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from dp_accounting.pld import privacy_loss_distribution as pldm
+from dp_accounting.pld import privacy_loss_mechanism as plm
+
+from stabsim.privacy import pld_gaussian
+from stabsim.privacy.exact import pld_subsampled_epsilon
+from stabsim.privacy.pld_gaussian import VectorGaussianPrivacyLoss, subsampled_gaussian_pld
+
+CASES = [(7.0, 2e-4, 1e-4), (1.0, 0.01, 1e-3), (0.9, 4e-4, 2e-4), (3.3, 0.3, 1e-3), (0.5, 0.999, 1e-3)]
+
+
+def _pmf_state(pmf):
+    state = dict(vars(pmf))
+    return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in state.items()}
+
+
+@pytest.mark.parametrize("sd, q, interval", CASES)
+@pytest.mark.parametrize("pessimistic", [True, False])
+def test_same_pld_as_dp_accounting(sd, q, interval, pessimistic):
+    ref = pldm.from_gaussian_mechanism(sd, value_discretization_interval=interval, sampling_prob=q,
+                                       pessimistic_estimate=pessimistic, use_connect_dots=pessimistic)
+    ours = subsampled_gaussian_pld(sd, q, interval, pessimistic)
+    assert _pmf_state(ours._pmf_remove) == _pmf_state(ref._pmf_remove)
+    assert _pmf_state(ours._pmf_add) == _pmf_state(ref._pmf_add)
+    composed_ref, composed = ref.self_compose(50), ours.self_compose(50)
+    for delta in (1e-3, 1e-6):
+        assert composed.get_epsilon_for_delta(delta) == composed_ref.get_epsilon_for_delta(delta)
+
+
+@pytest.mark.parametrize("adjacency", [plm.AdjacencyType.ADD, plm.AdjacencyType.REMOVE])
+@pytest.mark.parametrize("sd, q", [(1.0, 0.01), (2.0, 0.5), (0.3, 1e-4)])
+def test_every_grid_point_equal(adjacency, sd, q):
+    """Including the grid points the vector path hands back to the scalar one (eps = 0 and the
+    boundary log(1 - q)) and those outside the inverse region."""
+    ref = plm.GaussianPrivacyLoss(sd, sampling_prob=q, adjacency_type=adjacency)
+    ours = VectorGaussianPrivacyLoss(sd, sampling_prob=q, adjacency_type=adjacency)
+    edge = math.log(1 - q)
+    eps = np.concatenate([np.linspace(-3, 3, 20001), [0.0, edge, -edge, edge * (1 + 1e-12)]])
+    assert np.array_equal(ours.get_delta_for_epsilon(eps), ref.get_delta_for_epsilon(eps))
+    assert ours.get_delta_for_epsilon(0.4) == ref.get_delta_for_epsilon(0.4)    # scalar: the parent's
+
+
+def test_errors_stay_dp_accountings():
+    with pytest.raises(ValueError, match="Standard deviation"):
+        subsampled_gaussian_pld(0.0, 0.1, 1e-3)
+
+
+def test_ledger_epsilon_uses_it_and_agrees():
+    z, q, T, delta, iv = 1.0, 0.01, 40, 1e-5, 1e-3
+    ref = pldm.from_gaussian_mechanism(z, value_discretization_interval=iv, sampling_prob=q).self_compose(T)
+    assert pld_subsampled_epsilon(z, q, T, delta, iv) == float(ref.get_epsilon_for_delta(delta))
+
+
+def test_falls_back_where_the_private_constructor_is_gone(monkeypatch):
+    """A dp_accounting without ``_create_pld_pmf_from_monotone_privacy_loss``: the public
+    ``from_gaussian_mechanism`` is used, with the same numbers."""
+    ref = subsampled_gaussian_pld(1.0, 0.01, 1e-3)
+    monkeypatch.setattr(pld_gaussian, "_BUILDER", "_a_name_no_version_has")
+    calls = []
+    real = pldm.from_gaussian_mechanism
+    monkeypatch.setattr(pldm, "from_gaussian_mechanism", lambda *a, **k: calls.append(1) or real(*a, **k))
+    fallback = subsampled_gaussian_pld(1.0, 0.01, 1e-3)
+    assert calls and _pmf_state(fallback._pmf_add) == _pmf_state(ref._pmf_add)
