@@ -37,6 +37,8 @@ import math
 import numbers
 
 import numpy as np
+from dp_accounting.pld import privacy_loss_distribution as pldm
+from dp_accounting.pld import privacy_loss_mechanism as plm
 
 __all__ = ["VectorGaussianPrivacyLoss", "subsampled_gaussian_pld"]
 
@@ -46,86 +48,68 @@ def _isclose(a, b):
     return (a == b) | (np.abs(a - b) <= 1e-9 * np.maximum(np.abs(a), abs(b)))
 
 
-def _loss_class():
-    from dp_accounting.pld import privacy_loss_mechanism as plm
+class VectorGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
+    """``GaussianPrivacyLoss`` whose ``get_delta_for_epsilon`` inverts the loss on arrays.
 
-    class VectorGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
-        """``GaussianPrivacyLoss`` whose ``get_delta_for_epsilon`` inverts the loss on arrays.
+    Only the subsampled ADD / REMOVE case with an array of eps differs from the parent
+    (in speed, not in value); every other case is the parent's method.
+    """
 
-        Only the subsampled ADD / REMOVE case with an array of eps differs from the parent
-        (in speed, not in value); every other case is the parent's method.
-        """
+    def _inverse_losses(self, eps):
+        """x(eps) for the entries of ``eps`` in the parent's inverse region (array in, array out)."""
+        q, s, sd2 = self.sampling_prob, self.sensitivity, self._standard_deviation ** 2
+        remove = self.adjacency_type == plm.AdjacencyType.REMOVE
+        b = eps if remove else -eps            # the parent inverts ADD at -eps
+        boundary = math.log(1 - q)
+        log_a, log_neg_c = np.log(1 / q), np.log(-(1 - 1 / q))
+        d = b + log_a
+        regular = (b > boundary) & ~_isclose(b, boundary) & (b != 0) & (log_neg_c < d)
+        loss = d[regular] + np.log1p(-np.exp(log_neg_c - d[regular]))   # L(b), as _log_sub
+        if not remove:
+            loss = -loss
+        x = np.empty(eps.shape, dtype=float)
+        x[regular] = -0.5 * s - loss * sd2 / s
+        if not remove:
+            x[regular] = s + x[regular]
+        for i in np.flatnonzero(~regular):      # the parent's special branches (and its errors)
+            x[i] = self.inverse_privacy_loss(float(eps[i]))
+        return x
 
-        def _inverse_losses(self, eps):
-            """x(eps) for the entries of ``eps`` in the parent's inverse region (array in, array out)."""
-            q, s, sd2 = self.sampling_prob, self.sensitivity, self._standard_deviation ** 2
-            remove = self.adjacency_type == plm.AdjacencyType.REMOVE
-            b = eps if remove else -eps            # the parent inverts ADD at -eps
-            boundary = math.log(1 - q)
-            log_a, log_neg_c = np.log(1 / q), np.log(-(1 - 1 / q))
-            d = b + log_a
-            regular = (b > boundary) & ~_isclose(b, boundary) & (b != 0) & (log_neg_c < d)
-            loss = d[regular] + np.log1p(-np.exp(log_neg_c - d[regular]))   # L(b), as _log_sub
-            if not remove:
-                loss = -loss
-            x = np.empty(eps.shape, dtype=float)
-            x[regular] = -0.5 * s - loss * sd2 / s
-            if not remove:
-                x[regular] = s + x[regular]
-            for i in np.flatnonzero(~regular):      # the parent's special branches (and its errors)
-                x[i] = self.inverse_privacy_loss(float(eps[i]))
-            return x
-
-        def get_delta_for_epsilon(self, epsilon):
-            vectorised = (not isinstance(epsilon, numbers.Number) and 0.0 < self.sampling_prob < 1.0
-                          and self.adjacency_type in (plm.AdjacencyType.ADD, plm.AdjacencyType.REMOVE))
-            if not vectorised:
-                return super().get_delta_for_epsilon(epsilon)
-            epsilons = np.asarray(epsilon)
-            deltas = np.zeros_like(epsilons, dtype=float)
-            q = self.sampling_prob
-            if self.adjacency_type == plm.AdjacencyType.ADD:
-                inverse = epsilons < -math.log1p(-q)   # delta = 0 beyond -log(1-q)
-            else:
-                inverse = epsilons > math.log1p(-q)    # delta = 1 - e^eps below log(1-q)
-                deltas[~inverse] = -np.expm1(epsilons[~inverse])
-            x_cut = self._inverse_losses(epsilons[inverse])
-            deltas[inverse] = self.mu_upper_cdf(x_cut) - np.exp(epsilons[inverse] + self.mu_lower_log_cdf(x_cut))
-            return np.clip(deltas, 0, 1)
-
-    return VectorGaussianPrivacyLoss
+    def get_delta_for_epsilon(self, epsilon):
+        vectorised = (not isinstance(epsilon, numbers.Number) and 0.0 < self.sampling_prob < 1.0
+                      and self.adjacency_type in (plm.AdjacencyType.ADD, plm.AdjacencyType.REMOVE))
+        if not vectorised:
+            return super().get_delta_for_epsilon(epsilon)
+        epsilons = np.asarray(epsilon)
+        deltas = np.zeros_like(epsilons, dtype=float)
+        q = self.sampling_prob
+        if self.adjacency_type == plm.AdjacencyType.ADD:
+            inverse = epsilons < -math.log1p(-q)   # delta = 0 beyond -log(1-q)
+        else:
+            inverse = epsilons > math.log1p(-q)    # delta = 1 - e^eps below log(1-q)
+            deltas[~inverse] = -np.expm1(epsilons[~inverse])
+        x_cut = self._inverse_losses(epsilons[inverse])
+        deltas[inverse] = self.mu_upper_cdf(x_cut) - np.exp(epsilons[inverse] + self.mu_lower_log_cdf(x_cut))
+        return np.clip(deltas, 0, 1)
 
 
-_CLASS = []
 #: dp_accounting's (private) builder of one adjacency's pmf from a monotone privacy loss
 _BUILDER = "_create_pld_pmf_from_monotone_privacy_loss"
-
-
-def __getattr__(name):          # the class is built on first use: dp_accounting imports in ~1 s
-    if name == "VectorGaussianPrivacyLoss":
-        if not _CLASS:
-            _CLASS.append(_loss_class())
-        return _CLASS[0]
-    raise AttributeError(name)
 
 
 def subsampled_gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True):
     """The PLD (ADD_OR_REMOVE_ONE, sensitivity 1) that dp_accounting's ``from_gaussian_mechanism``
     returns for these arguments (connect-the-dots when pessimistic, as there), built with
     :class:`VectorGaussianPrivacyLoss`."""
-    from dp_accounting.pld import privacy_loss_distribution as pldm
-    from dp_accounting.pld import privacy_loss_mechanism as plm
-
     build = getattr(pldm, _BUILDER, None)
     if build is None or not 0.0 < sampling_prob < 1.0:
         return pldm.from_gaussian_mechanism(standard_deviation, value_discretization_interval=interval,
                                             sampling_prob=sampling_prob, pessimistic_estimate=pessimistic,
                                             use_connect_dots=pessimistic)
-    cls = __getattr__("VectorGaussianPrivacyLoss")
 
     def pmf(adjacency):
-        loss = cls(standard_deviation, sensitivity=1, pessimistic_estimate=pessimistic,
-                   sampling_prob=sampling_prob, adjacency_type=adjacency)
+        loss = VectorGaussianPrivacyLoss(standard_deviation, sensitivity=1, pessimistic_estimate=pessimistic,
+                                         sampling_prob=sampling_prob, adjacency_type=adjacency)
         return build(loss, pessimistic_estimate=pessimistic, value_discretization_interval=interval,
                      use_connect_dots=pessimistic)
 
