@@ -433,15 +433,23 @@ def fit_titles(fig: Figure) -> Figure:
     When a title changed and the figure has no layout engine, applies ``tight_layout`` so that
     the taller title fits.
     """
+    _fit(fig)
+    return fig
+
+
+def _fit(fig: Figure) -> bool:
+    """``fit_titles``; True if a title changed after the layout engine placed the axes (so the
+    layout is stale), False if the engine's layout is the one of the figure as it is now."""
     if not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
     renderer = fig.canvas.get_renderer()
-    changed = _fit_legends(fig, renderer)
+    legends_changed = _fit_legends(fig, renderer)
     engine = fig.get_layout_engine()
     if engine is not None:
         engine.execute(fig)
     for ax in fig.axes:
         ax.apply_aspect()
+    changed = False
     for ax in fig.axes:
         for t in (ax.title, getattr(ax, "_left_title", None), getattr(ax, "_right_title", None)):
             if t is not None and t.get_visible():
@@ -449,9 +457,9 @@ def fit_titles(fig: Figure) -> Figure:
     sup = getattr(fig, "_suptitle", None)
     if sup is not None and sup.get_visible():
         changed |= _fit_text(sup, 0.96 * fig.bbox.width, renderer)
-    if changed and fig.get_layout_engine() is None:
+    if (changed or legends_changed) and fig.get_layout_engine() is None:
         fig.tight_layout()
-    return fig
+    return changed
 
 
 def save(fig: Figure, path, dpi: int = 150) -> Path:
@@ -460,16 +468,21 @@ def save(fig: Figure, path, dpi: int = 150) -> Path:
     Titles are fitted first (``fit_titles``): no title runs off the figure.  They are fitted at
     the resolution that is saved, so the saving draw reuses the canvas's renderer and with it
     every text measurement (matplotlib caches them per renderer): about half the time of drawing
-    a figure twice at two resolutions."""
+    a figure twice at two resolutions.  Fitting runs the figure's layout engine; when no title
+    changed after that, the saving draw keeps that layout instead of running the engine again."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     dpi0 = fig.dpi
     fig.set_dpi(dpi)
+    engine = fig.get_layout_engine()
     try:
-        fit_titles(fig)
+        if not _fit(fig) and engine is not None:
+            fig.set_layout_engine("none")
         fig.savefig(path, dpi=dpi)
     finally:
         fig.set_dpi(dpi0)
+        if engine is not None and fig.get_layout_engine() is not engine:
+            fig.set_layout_engine(engine)
     return path
 
 

@@ -272,3 +272,27 @@ def test_a_long_legend_entry_under_one_of_two_panels_stays_on_the_figure(tmp_pat
     assert "\n" in left.get_legend().get_texts()[0].get_text()
     plt.close(fig)
 
+
+
+@pytest.mark.parametrize("title, runs", [("short", 1), ("a long title " * 20, 2)])
+def test_save_runs_the_layout_again_only_after_a_title_changed(title, runs, tmp_path, monkeypatch):
+    """``save`` fits the titles, which runs the layout engine; the saving draw re-runs it only
+    when a title was wrapped after that run (its height changed), and the figure keeps its engine."""
+    from matplotlib.figure import Figure
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    from stabsim.plots import save
+
+    calls = []
+    real = ConstrainedLayoutEngine.execute
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", lambda self, fig: calls.append(1) or real(self, fig))
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot([1, 10, 100], [3, 2, 1])
+    ax.set_xscale("log")
+    ax.set_title(title)
+    engine = fig.get_layout_engine()
+    save(fig, tmp_path / "f.png")
+    assert len(calls) == runs
+    assert fig.get_layout_engine() is engine
+    assert ("\n" in ax.title.get_text()) == (runs == 2)
