@@ -13,11 +13,10 @@ import numpy as np
 import xarray as xr
 
 from ... import rng
-from ...twin import run_twin
 from ...validation import positive, positive_int
 from .. import calibration as cal
 from .common import (_add_private, _setup, _attach, _ckpts_with, _constants, _neighbours, _noise_scale,
-                     _project, gaussian_rows)
+                     _project, gaussian_rows, twin_run_once)
 
 
 def p0_alg2(X, y, *, eps, delta, loss="auc_hinge", constraint="none", eta=None, T=None,
@@ -50,9 +49,10 @@ def p0_alg2(X, y, *, eps, delta, loss="auc_hinge", constraint="none", eta=None, 
     sigma2 = cal.p0_sigma2(T, n, eta_used, G, eps, delta, reading)
     sigma = math.sqrt(sigma2) * ns
     ck = _ckpts_with(checkpoints, T)
-    ds = run_twin(X, y, algorithm="p0_alg1", loss=loss, constraint=cons, eta=eta_used, T=T,
-                  replicates=reps, seed=seed, neighbour=neighbour, checkpoints=ck,
-                  record_outputs=True, w0=w0, problem=problem)
+    # the noise comes after the run: a sweep over eps or the noise scale shares it
+    ds = twin_run_once(X, y, algorithm="p0_alg1", loss=loss, constraint=cons, eta=eta_used, T=T,
+                       replicates=reps, seed=seed, neighbour=neighbour, checkpoints=ck,
+                       record_outputs=True, w0=w0, problem=problem)
     p = ds.sizes["param"]
     md = X3.shape[2] if lossf.matrix else 0
     wbar = ds["output"].sel(t=T).values  # (R, 2, p)
