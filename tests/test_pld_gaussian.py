@@ -16,7 +16,8 @@ from stabsim.privacy import pld_gaussian
 from stabsim.privacy.exact import pld_subsampled_epsilon
 from stabsim.privacy.pld_gaussian import VectorGaussianPrivacyLoss, subsampled_gaussian_pld
 
-CASES = [(7.0, 2e-4, 1e-4), (1.0, 0.01, 1e-3), (0.9, 4e-4, 2e-4), (3.3, 0.3, 1e-3), (0.5, 0.999, 1e-3)]
+CASES = [(7.0, 2e-4, 1e-4), (1.0, 0.01, 1e-3), (0.9, 4e-4, 2e-4), (3.3, 0.3, 1e-3), (0.5, 0.999, 1e-3),
+         (1.0, 1.0, 1e-3), (0.4, 1.0, 1e-4)]
 
 
 def _pmf_state(pmf):
@@ -32,19 +33,20 @@ def test_same_pld_as_dp_accounting(sd, q, interval, pessimistic):
     ours = subsampled_gaussian_pld(sd, q, interval, pessimistic)
     assert _pmf_state(ours._pmf_remove) == _pmf_state(ref._pmf_remove)
     assert _pmf_state(ours._pmf_add) == _pmf_state(ref._pmf_add)
+    assert (ours._pmf_add is ours._pmf_remove) == (ref._pmf_add is ref._pmf_remove)   # symmetric when q = 1
     composed_ref, composed = ref.self_compose(50), ours.self_compose(50)
     for delta in (1e-3, 1e-6):
         assert composed.get_epsilon_for_delta(delta) == composed_ref.get_epsilon_for_delta(delta)
 
 
 @pytest.mark.parametrize("adjacency", [plm.AdjacencyType.ADD, plm.AdjacencyType.REMOVE])
-@pytest.mark.parametrize("sd, q", [(1.0, 0.01), (2.0, 0.5), (0.3, 1e-4)])
+@pytest.mark.parametrize("sd, q", [(1.0, 0.01), (2.0, 0.5), (0.3, 1e-4), (0.7, 1.0)])
 def test_every_grid_point_equal(adjacency, sd, q):
     """Including the grid points the vector path hands back to the scalar one (eps = 0 and the
     boundary log(1 - q)) and those outside the inverse region."""
     ref = plm.GaussianPrivacyLoss(sd, sampling_prob=q, adjacency_type=adjacency)
     ours = VectorGaussianPrivacyLoss(sd, sampling_prob=q, adjacency_type=adjacency)
-    edge = math.log(1 - q)
+    edge = math.log(1 - q) if q < 1 else -1.0
     eps = np.concatenate([np.linspace(-3, 3, 20001), [0.0, edge, -edge, edge * (1 + 1e-12)]])
     assert np.array_equal(ours.get_delta_for_epsilon(eps), ref.get_delta_for_epsilon(eps))
     assert ours.get_delta_for_epsilon(0.4) == ref.get_delta_for_epsilon(0.4)    # scalar: the parent's
@@ -71,3 +73,38 @@ def test_falls_back_where_the_private_constructor_is_gone(monkeypatch):
     monkeypatch.setattr(pldm, "from_gaussian_mechanism", lambda *a, **k: calls.append(1) or real(*a, **k))
     fallback = subsampled_gaussian_pld(1.0, 0.01, 1e-3)
     assert calls and _pmf_state(fallback._pmf_add) == _pmf_state(ref._pmf_add)
+
+
+def _events():
+    import dp_accounting as dpa
+
+    g = dpa.GaussianDpEvent
+    return [g(1.3), dpa.SelfComposedDpEvent(g(2.0), 5), dpa.PoissonSampledDpEvent(0.02, g(0.9)),
+            dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.01, g(1.1)), 30),
+            dpa.ComposedDpEvent([g(3.0), dpa.SelfComposedDpEvent(dpa.PoissonSampledDpEvent(0.05, g(1.5)), 4),
+                                 dpa.LaplaceDpEvent(2.0)]),
+            dpa.PoissonSampledDpEvent(0.0, g(1.0)), g(0.0)]
+
+
+@pytest.mark.parametrize("i", range(7))
+@pytest.mark.parametrize("relation", ["ADD_OR_REMOVE_ONE", "REPLACE_ONE"])
+def test_accountant_equals_dp_accountings(i, relation):
+    """The same eps, delta and composed PLD as ``PLDAccountant`` (the Laplace event, zero noise,
+    q = 0 and REPLACE_ONE go to the parent)."""
+    import dp_accounting as dpa
+    from dp_accounting.pld.pld_privacy_accountant import PLDAccountant
+
+    from stabsim.privacy.pld_gaussian import VectorPLDAccountant
+
+    rel = getattr(dpa.NeighboringRelation, relation)
+    event = _events()[i]
+    ref, ours = PLDAccountant(rel, value_discretization_interval=1e-3), VectorPLDAccountant(rel, 1e-3)
+    if not ref.supports(event):
+        assert not ours.supports(event)
+        return
+    ref.compose(event)
+    ours.compose(event)
+    for delta in (1e-3, 1e-6):
+        assert ours.get_epsilon(delta) == ref.get_epsilon(delta)
+    assert ours.get_delta(0.5) == ref.get_delta(0.5)
+    assert _pmf_state(ours._pld._pmf_remove) == _pmf_state(ref._pld._pmf_remove)

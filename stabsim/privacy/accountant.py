@@ -27,6 +27,10 @@ How the mechanisms are mapped onto ``dp_accounting`` events (files read, all und
   under ``ADD_OR_REMOVE_ONE`` is the pair (q N(1,z^2) + (1-q) N(0,z^2), N(0,z^2)) and its
   reverse.  The PLD accountant has no sampling-without-replacement event.
 
+The PLD accountant used is ``PLDAccountant`` with its Gaussian and Poisson-subsampled Gaussian
+PLDs built on arrays (:class:`~stabsim.privacy.pld_gaussian.VectorPLDAccountant`): the same
+numbers, bit for bit (``tests/test_pld_gaussian.py``).
+
 Our mapping.  All five papers use replace-one neighbours and state a replace-one
 l2-sensitivity Delta.  For a (composition of) plain Gaussian mechanism(s) the privacy curve
 depends only on Delta/sigma, so we use ``GaussianDpEvent(sigma/Delta)`` under
@@ -58,13 +62,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import dp_accounting as dpa
-from dp_accounting import pld as dpa_pld
 from dp_accounting import rdp as dpa_rdp
 from scipy.optimize import brentq
 
 from . import _checks as chk
 from . import calibration as cal
 from .exact import PLD_POINT_BUDGET, gdp_epsilon, pld_points
+from .pld_gaussian import VectorPLDAccountant   # dp_accounting's PLDAccountant, its Gaussian grids on arrays
 
 NR = dpa.NeighboringRelation
 
@@ -96,7 +100,7 @@ def accountant_epsilon(event, delta, accountant="pld", relation=NR.ADD_OR_REMOVE
     if accountant == "rdp":
         acc = dpa_rdp.RdpAccountant(orders=orders, neighboring_relation=relation)
     else:
-        acc = dpa_pld.PLDAccountant(relation, value_discretization_interval=pld_discretization)
+        acc = VectorPLDAccountant(relation, value_discretization_interval=pld_discretization)
     acc.compose(event)
     return float(acc.get_epsilon(delta))
 

@@ -37,10 +37,13 @@ import math
 import numbers
 
 import numpy as np
+from dp_accounting import dp_event as dpe
+from dp_accounting import NeighboringRelation as NR
+from dp_accounting.pld import pld_privacy_accountant as ppa
 from dp_accounting.pld import privacy_loss_distribution as pldm
 from dp_accounting.pld import privacy_loss_mechanism as plm
 
-__all__ = ["VectorGaussianPrivacyLoss", "subsampled_gaussian_pld"]
+__all__ = ["VectorGaussianPrivacyLoss", "VectorPLDAccountant", "subsampled_gaussian_pld"]
 
 
 def _isclose(a, b):
@@ -75,14 +78,24 @@ class VectorGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
             x[i] = self.inverse_privacy_loss(float(eps[i]))
         return x
 
+    def _inverse_losses_unsampled(self, eps):
+        """x(eps) without subsampling: REMOVE -s/2 - eps sd^2/s, ADD s + (-s/2 - eps sd^2/s)."""
+        s, sd2 = self.sensitivity, self._standard_deviation ** 2
+        x = -0.5 * s - eps * sd2 / s
+        return s + x if self.adjacency_type == plm.AdjacencyType.ADD else x
+
     def get_delta_for_epsilon(self, epsilon):
-        vectorised = (not isinstance(epsilon, numbers.Number) and 0.0 < self.sampling_prob < 1.0
+        vectorised = (not isinstance(epsilon, numbers.Number) and 0.0 < self.sampling_prob <= 1.0
                       and self.adjacency_type in (plm.AdjacencyType.ADD, plm.AdjacencyType.REMOVE))
         if not vectorised:
             return super().get_delta_for_epsilon(epsilon)
         epsilons = np.asarray(epsilon)
         deltas = np.zeros_like(epsilons, dtype=float)
         q = self.sampling_prob
+        if q == 1.0:                                   # no subsampling: the inverse is linear, everywhere
+            x_cut = self._inverse_losses_unsampled(epsilons)
+            deltas = self.mu_upper_cdf(x_cut) - np.exp(epsilons + self.mu_lower_log_cdf(x_cut))
+            return np.clip(deltas, 0, 1)
         if self.adjacency_type == plm.AdjacencyType.ADD:
             inverse = epsilons < -math.log1p(-q)   # delta = 0 beyond -log(1-q)
         else:
@@ -99,10 +112,11 @@ _BUILDER = "_create_pld_pmf_from_monotone_privacy_loss"
 
 def subsampled_gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True):
     """The PLD (ADD_OR_REMOVE_ONE, sensitivity 1) that dp_accounting's ``from_gaussian_mechanism``
-    returns for these arguments (connect-the-dots when pessimistic, as there), built with
+    returns for these arguments (connect-the-dots when pessimistic, as there; one pmf when
+    ``sampling_prob`` is 1, the remove/add pair otherwise), built with
     :class:`VectorGaussianPrivacyLoss`."""
     build = getattr(pldm, _BUILDER, None)
-    if build is None or not 0.0 < sampling_prob < 1.0:
+    if build is None or not 0.0 < sampling_prob <= 1.0:
         return pldm.from_gaussian_mechanism(standard_deviation, value_discretization_interval=interval,
                                             sampling_prob=sampling_prob, pessimistic_estimate=pessimistic,
                                             use_connect_dots=pessimistic)
@@ -113,4 +127,28 @@ def subsampled_gaussian_pld(standard_deviation, sampling_prob, interval, pessimi
         return build(loss, pessimistic_estimate=pessimistic, value_discretization_interval=interval,
                      use_connect_dots=pessimistic)
 
+    if sampling_prob == 1.0:
+        return pldm.PrivacyLossDistribution(pmf(plm.AdjacencyType.REMOVE))
     return pldm.PrivacyLossDistribution(pmf(plm.AdjacencyType.REMOVE), pmf(plm.AdjacencyType.ADD))
+
+
+class VectorPLDAccountant(ppa.PLDAccountant):
+    """dp_accounting's ``PLDAccountant`` whose Gaussian and Poisson-subsampled Gaussian events are
+    built by :func:`subsampled_gaussian_pld` (the same PLDs, composed the same way: the lines of
+    ``PLDAccountant._maybe_compose`` for these two events with ``from_gaussian_mechanism``
+    replaced).  Every other event, relation or a zero noise goes to the parent; a dp_accounting
+    that renames ``_maybe_compose`` never calls this one and stays correct, only slower."""
+
+    def _maybe_compose(self, event, count, do_compose):
+        relation_ok = self.neighboring_relation in (NR.ADD_OR_REMOVE_ONE, NR.REPLACE_SPECIAL)
+        iv = self._value_discretization_interval
+        if do_compose and relation_ok and isinstance(event, dpe.GaussianDpEvent) and event.noise_multiplier != 0:
+            self._pld = self._pld.compose(subsampled_gaussian_pld(event.noise_multiplier / math.sqrt(count), 1.0, iv))
+            return None
+        if (do_compose and relation_ok and isinstance(event, dpe.PoissonSampledDpEvent)
+                and isinstance(event.event, dpe.GaussianDpEvent) and event.sampling_probability != 0
+                and event.event.noise_multiplier != 0):
+            pld = subsampled_gaussian_pld(event.event.noise_multiplier, event.sampling_probability, iv)
+            self._pld = self._pld.compose(pld.self_compose(count))
+            return None
+        return super()._maybe_compose(event, count, do_compose)
