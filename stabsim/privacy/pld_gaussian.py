@@ -1,20 +1,21 @@
-"""The Poisson-subsampled Gaussian PLD of dp_accounting, with its hockey-stick curve vectorised.
+"""dp_accounting's Gaussian and Poisson-subsampled Gaussian PLDs, with their hockey-stick grid on arrays.
 
 dp_accounting (0.4-0.6) builds the pessimistic connect-the-dots PLD of a subsampled Gaussian
 (``privacy_loss_distribution.from_gaussian_mechanism``) by evaluating the eps-hockey-stick
 divergence delta(eps) on the whole grid eps_j = j * interval.  ``MonotonePrivacyLoss.
 get_delta_for_epsilon`` does that with one Python call of ``inverse_privacy_loss`` per grid point
 (10^5-10^6 points per ledger row): ~70 % of the privacy ledger's time (measured: P4 rows, 17 s
-each, 11.4 s of it in that loop; benchmarks/README.md).
+each, 11.4 s of it in that loop; benchmarks/README.md).  Without subsampling (q = 1) the same loop
+inverts a linear function.
 
 :class:`VectorGaussianPrivacyLoss` is dp_accounting's own ``GaussianPrivacyLoss`` with that one
 loop replaced by the same arithmetic on arrays, in the same order, with the same numpy ufuncs
 (``np.log``, ``np.log1p``, ``np.exp``) that the scalar path applies to numpy scalars.  The grid
 values are therefore identical bit for bit, not merely close (tests/test_pld_gaussian.py checks
 every grid point and the composed eps against ``from_gaussian_mechanism``).  The inverse of the
-subsampled loss (dp_accounting's docstring of ``inverse_privacy_loss``; Zhu, Dong & Wang, "Optimal
-accounting of differential privacy via characteristic function", AISTATS 2022, Sec. 3): with
-q the sampling probability, s the sensitivity and sd the noise std,
+subsampled loss (dp_accounting's docstring of ``inverse_privacy_loss``; the connect-the-dots
+construction is Doroshenko, Ghazi, Kamath, Kumar & Manurangsi, PETS 2022): with q the sampling
+probability, s the sensitivity and sd the noise std,
 
     REMOVE:  x(eps) = -s/2 - L(eps) sd^2 / s,          L(eps) = log(1 + (e^eps - 1)/q)
     ADD:     x(eps) = s + (-s/2 + L(-eps) sd^2 / s),
@@ -25,8 +26,10 @@ path takes a special branch (eps on the boundary log(1-q), eps = 0, or invalid i
 raise) are handed to dp_accounting's scalar method unchanged, so its errors and edge values stay
 its own.
 
-:func:`subsampled_gaussian_pld` assembles the remove/add pair exactly as ``from_gaussian_mechanism``
-does (``_pld_for_subsampled_mechanism``).  It uses dp_accounting's private constructor
+:func:`subsampled_gaussian_pld` assembles the remove/add pair (one pmf when q = 1) exactly as
+``from_gaussian_mechanism`` does (``_pld_for_subsampled_mechanism``), and
+:class:`VectorPLDAccountant` is dp_accounting's ``PLDAccountant`` building its Gaussian events so
+(the audits' accountant, :mod:`.accountant`).  Both use dp_accounting's private constructor
 ``_create_pld_pmf_from_monotone_privacy_loss``; where an installed version lacks it, it falls
 back to ``from_gaussian_mechanism`` itself (same numbers, the slow loop).
 """
@@ -54,8 +57,8 @@ def _isclose(a, b):
 class VectorGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
     """``GaussianPrivacyLoss`` whose ``get_delta_for_epsilon`` inverts the loss on arrays.
 
-    Only the subsampled ADD / REMOVE case with an array of eps differs from the parent
-    (in speed, not in value); every other case is the parent's method.
+    Only the ADD / REMOVE case (subsampled or not) with an array of eps differs from the parent
+    (in speed, not in value); every other case (REPLACE, a scalar eps) is the parent's method.
     """
 
     def _inverse_losses(self, eps):
