@@ -108,3 +108,24 @@ def test_accountant_equals_dp_accountings(i, relation):
         assert ours.get_epsilon(delta) == ref.get_epsilon(delta)
     assert ours.get_delta(0.5) == ref.get_delta(0.5)
     assert _pmf_state(ours._pld._pmf_remove) == _pmf_state(ref._pld._pmf_remove)
+
+
+@pytest.mark.parametrize("mu", [0.001, 0.05, 1.0, 4.0])
+@pytest.mark.parametrize("pessimistic", [False, True])
+def test_privacy_buckets_equal_dp_accountings(mu, pessimistic):
+    """The privacy-buckets PLD (``use_connect_dots=False``, q = 1: the GDP fit's optimistic
+    conversion) equals dp_accounting's, sparse (tiny mu) and dense alike."""
+    ref = pldm.from_gaussian_mechanism(standard_deviation=1.0 / mu, pessimistic_estimate=pessimistic,
+                                       use_connect_dots=False, value_discretization_interval=1e-4)
+    ours = subsampled_gaussian_pld(1.0 / mu, 1.0, 1e-4, pessimistic=pessimistic, connect_dots=False)
+    assert type(ours._pmf_remove) is type(ref._pmf_remove)
+    assert _pmf_state(ours._pmf_remove) == _pmf_state(ref._pmf_remove)
+    assert ours.get_epsilon_for_delta(1e-5) == ref.get_epsilon_for_delta(1e-5)
+
+
+def test_gdp_fit_conversion_unchanged():
+    from stabsim.privacy.audit_gdp import _pld_epsilon_lower
+
+    ref = pldm.from_gaussian_mechanism(standard_deviation=1.0 / 2.5, pessimistic_estimate=False,
+                                       use_connect_dots=False, value_discretization_interval=1e-4)
+    assert _pld_epsilon_lower(2.5, 1e-5) == max(0.0, float(ref.get_epsilon_for_delta(1e-5)))

@@ -29,7 +29,10 @@ its own.
 :func:`subsampled_gaussian_pld` assembles the remove/add pair (one pmf when q = 1) exactly as
 ``from_gaussian_mechanism`` does (``_pld_for_subsampled_mechanism``), and
 :class:`VectorPLDAccountant` is dp_accounting's ``PLDAccountant`` building its Gaussian events so
-(the audits' accountant, :mod:`.accountant`).  Both use dp_accounting's private constructor
+(the audits' accountant, :mod:`.accountant`).  The optimistic privacy-buckets PLD at q = 1 (the
+GDP fit's conversion, :mod:`.audit_gdp`) walks its buckets in a Python loop with one inverse per
+bucket; :func:`_buckets_pmf` cuts them on arrays (the same cuts, keys and masses).  All use
+dp_accounting's private constructor
 ``_create_pld_pmf_from_monotone_privacy_loss``; where an installed version lacks it, it falls
 back to ``from_gaussian_mechanism`` itself (same numbers, the slow loop).
 """
@@ -42,6 +45,7 @@ import numbers
 import numpy as np
 from dp_accounting import dp_event as dpe
 from dp_accounting import NeighboringRelation as NR
+from dp_accounting.pld import pld_pmf
 from dp_accounting.pld import pld_privacy_accountant as ppa
 from dp_accounting.pld import privacy_loss_distribution as pldm
 from dp_accounting.pld import privacy_loss_mechanism as plm
@@ -111,24 +115,79 @@ class VectorGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
 
 #: dp_accounting's (private) builder of one adjacency's pmf from a monotone privacy loss
 _BUILDER = "_create_pld_pmf_from_monotone_privacy_loss"
+#: the largest pmf ``pld_pmf.create_pmf`` keeps sparse (its ``_MAX_PMF_SPARSE_SIZE``; 1000 in 0.4-0.6)
+_SPARSE_MAX = getattr(pld_pmf, "_MAX_PMF_SPARSE_SIZE", 1000)
 
 
-def subsampled_gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True):
+def _buckets_pmf(loss, interval, pessimistic):
+    """The privacy-buckets pmf (``use_connect_dots=False``) of an unsubsampled Gaussian loss, as
+    ``_create_pld_pmf_from_monotone_privacy_loss`` builds it, with its bucket loop on arrays.
+
+    dp_accounting walks r = floor(loss(lower_x)/interval), r - 1, ... and cuts x at
+    inverse_privacy_loss(r * interval) until r * interval <= loss(upper_x) (then x = upper_x);
+    each bucket's mass mu_upper_cdf(x_k) - mu_upper_cdf(x_{k-1}) goes to key round(r + 1/2)
+    (ceil when pessimistic, floor otherwise), after the tail's masses.  The same cuts here, from
+    the same products r * interval and the same linear inverse; the loop's stop (the first cut
+    at or beyond upper_x) is found on the array."""
+    round_fn = math.ceil if pessimistic else math.floor
+    tail = loss.privacy_loss_tail()
+    lower_x, upper_x = tail.lower_x_truncation, tail.upper_x_truncation
+    pmf = {}
+    infinity_mass = tail.tail_probability_mass_function.get(math.inf, 0)
+    for value, mass in tail.tail_probability_mass_function.items():
+        if value != math.inf:
+            key = round_fn(value / interval)
+            pmf[key] = pmf.get(key, 0) + mass
+    r0 = math.floor(loss.privacy_loss(lower_x) / interval)
+    upper_loss = loss.privacy_loss(upper_x)
+    r_last = math.floor(upper_loss / interval) - 1        # below every r with r * interval > upper_loss
+    r = np.arange(r0, min(r_last, r0 - 1) - 1, -1, dtype=np.int64)
+    v = interval * r.astype(float)
+    x = np.where(v <= upper_loss, upper_x, loss._inverse_losses_unsampled(v))
+    stop = np.flatnonzero(x >= upper_x)
+    if stop.size == 0:                                     # cannot happen (the last v <= upper_loss)
+        raise AssertionError("privacy buckets: no cut reaches upper_x")
+    k = int(stop[0]) + 1
+    r, x = r[:k], x[:k]
+    keys = (np.ceil(r + 0.5) if pessimistic else np.floor(r + 0.5)).astype(np.int64)   # distinct, descending
+    cdf = loss.mu_upper_cdf(np.concatenate([[lower_x], x]))
+    masses = cdf[1:] - cdf[:-1]
+    shared = {tk: int(i[0]) for tk in pmf for i in [np.flatnonzero(keys == tk)] if i.size}   # tail keys among the buckets
+    if len(pmf) + len(keys) - len(shared) <= _SPARSE_MAX:  # small: dp_accounting's own dict, in its order
+        for key, mass in zip(keys.tolist(), masses):
+            pmf[key] = pmf.get(key, 0) + mass
+        return pld_pmf.create_pmf(pmf, interval, infinity_mass, pessimistic_estimate=pessimistic)
+    # large: the dense pmf that create_pmf would make of that dict (keys min..max, 0 where none)
+    lo = min(int(keys[-1]), min(pmf, default=int(keys[-1])))
+    hi = max(int(keys[0]), max(pmf, default=int(keys[0])))
+    probs = np.zeros(hi - lo + 1)
+    for key, mass in pmf.items():
+        probs[key - lo] = mass
+    probs[keys - lo] = masses
+    for key, i in shared.items():                          # a tail key that is also a bucket: tail + bucket
+        probs[key - lo] = pmf[key] + masses[i]
+    return pld_pmf.DensePLDPmf(interval, lo, probs, infinity_mass, pessimistic)
+
+
+def subsampled_gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True, connect_dots=None):
     """The PLD (ADD_OR_REMOVE_ONE, sensitivity 1) that dp_accounting's ``from_gaussian_mechanism``
-    returns for these arguments (connect-the-dots when pessimistic, as there; one pmf when
-    ``sampling_prob`` is 1, the remove/add pair otherwise), built with
-    :class:`VectorGaussianPrivacyLoss`."""
+    returns for these arguments (``connect_dots`` default: when pessimistic, as there; one pmf
+    when ``sampling_prob`` is 1, the remove/add pair otherwise), built with
+    :class:`VectorGaussianPrivacyLoss` (and :func:`_buckets_pmf` for the privacy buckets at q = 1)."""
+    connect_dots = pessimistic if connect_dots is None else bool(connect_dots)
     build = getattr(pldm, _BUILDER, None)
-    if build is None or not 0.0 < sampling_prob <= 1.0:
+    if build is None or not 0.0 < sampling_prob <= 1.0 or (not connect_dots and sampling_prob < 1.0):
         return pldm.from_gaussian_mechanism(standard_deviation, value_discretization_interval=interval,
                                             sampling_prob=sampling_prob, pessimistic_estimate=pessimistic,
-                                            use_connect_dots=pessimistic)
+                                            use_connect_dots=connect_dots)
 
     def pmf(adjacency):
         loss = VectorGaussianPrivacyLoss(standard_deviation, sensitivity=1, pessimistic_estimate=pessimistic,
                                          sampling_prob=sampling_prob, adjacency_type=adjacency)
+        if not connect_dots:
+            return _buckets_pmf(loss, interval, pessimistic)
         return build(loss, pessimistic_estimate=pessimistic, value_discretization_interval=interval,
-                     use_connect_dots=pessimistic)
+                     use_connect_dots=True)
 
     if sampling_prob == 1.0:
         return pldm.PrivacyLossDistribution(pmf(plm.AdjacencyType.REMOVE))
