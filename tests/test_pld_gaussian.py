@@ -14,7 +14,7 @@ from dp_accounting.pld import privacy_loss_mechanism as plm
 
 from stabsim.privacy import pld_gaussian
 from stabsim.privacy.exact import pld_subsampled_epsilon
-from stabsim.privacy.pld_gaussian import VectorGaussianPrivacyLoss, subsampled_gaussian_pld
+from stabsim.privacy.pld_gaussian import VectorGaussianPrivacyLoss, gaussian_pld
 
 CASES = [(7.0, 2e-4, 1e-4), (1.0, 0.01, 1e-3), (0.9, 4e-4, 2e-4), (3.3, 0.3, 1e-3), (0.5, 0.999, 1e-3),
          (1.0, 1.0, 1e-3), (0.4, 1.0, 1e-4)]
@@ -30,7 +30,7 @@ def _pmf_state(pmf):
 def test_same_pld_as_dp_accounting(sd, q, interval, pessimistic):
     ref = pldm.from_gaussian_mechanism(sd, value_discretization_interval=interval, sampling_prob=q,
                                        pessimistic_estimate=pessimistic, use_connect_dots=pessimistic)
-    ours = subsampled_gaussian_pld(sd, q, interval, pessimistic)
+    ours = gaussian_pld(sd, q, interval, pessimistic)
     assert _pmf_state(ours._pmf_remove) == _pmf_state(ref._pmf_remove)
     assert _pmf_state(ours._pmf_add) == _pmf_state(ref._pmf_add)
     assert (ours._pmf_add is ours._pmf_remove) == (ref._pmf_add is ref._pmf_remove)   # symmetric when q = 1
@@ -54,7 +54,7 @@ def test_every_grid_point_equal(adjacency, sd, q):
 
 def test_errors_stay_dp_accountings():
     with pytest.raises(ValueError, match="Standard deviation"):
-        subsampled_gaussian_pld(0.0, 0.1, 1e-3)
+        gaussian_pld(0.0, 0.1, 1e-3)
 
 
 def test_ledger_epsilon_uses_it_and_agrees():
@@ -66,12 +66,12 @@ def test_ledger_epsilon_uses_it_and_agrees():
 def test_falls_back_where_the_private_constructor_is_gone(monkeypatch):
     """A dp_accounting without ``_create_pld_pmf_from_monotone_privacy_loss``: the public
     ``from_gaussian_mechanism`` is used, with the same numbers."""
-    ref = subsampled_gaussian_pld(1.0, 0.01, 1e-3)
+    ref = gaussian_pld(1.0, 0.01, 1e-3)
     monkeypatch.setattr(pld_gaussian, "_BUILDER", "_a_name_no_version_has")
     calls = []
     real = pldm.from_gaussian_mechanism
     monkeypatch.setattr(pldm, "from_gaussian_mechanism", lambda *a, **k: calls.append(1) or real(*a, **k))
-    fallback = subsampled_gaussian_pld(1.0, 0.01, 1e-3)
+    fallback = gaussian_pld(1.0, 0.01, 1e-3)
     assert calls and _pmf_state(fallback._pmf_add) == _pmf_state(ref._pmf_add)
 
 
@@ -117,7 +117,7 @@ def test_privacy_buckets_equal_dp_accountings(mu, pessimistic):
     conversion) equals dp_accounting's, sparse (tiny mu) and dense alike."""
     ref = pldm.from_gaussian_mechanism(standard_deviation=1.0 / mu, pessimistic_estimate=pessimistic,
                                        use_connect_dots=False, value_discretization_interval=1e-4)
-    ours = subsampled_gaussian_pld(1.0 / mu, 1.0, 1e-4, pessimistic=pessimistic, connect_dots=False)
+    ours = gaussian_pld(1.0 / mu, 1.0, 1e-4, pessimistic=pessimistic, connect_dots=False)
     assert type(ours._pmf_remove) is type(ref._pmf_remove)
     assert _pmf_state(ours._pmf_remove) == _pmf_state(ref._pmf_remove)
     assert ours.get_epsilon_for_delta(1e-5) == ref.get_epsilon_for_delta(1e-5)

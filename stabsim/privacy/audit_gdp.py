@@ -30,7 +30,7 @@ counted on the other (``threshold=None``), as in ``eps_lower_from_scores(method=
 Conversion: ``dp_accounting``'s privacy-loss distribution of the Gaussian mechanism with
 standard deviation 1/mu (which is exactly mu-GDP) with ``pessimistic_estimate=False``: its
 discretisation can only *under*-state eps, so the converted value stays a lower bound (built by
-:func:`stabsim.privacy.pld_gaussian.subsampled_gaussian_pld`, the same pmf on arrays); the
+:func:`stabsim.privacy.pld_gaussian.gaussian_pld`, the same pmf on arrays); the
 exact analytic value (Balle and Wang 2018, :func:`stabsim.privacy.exact.gdp_epsilon`) is
 reported beside it (they differ by the discretisation, about 1e-4 in eps).
 """
@@ -106,9 +106,9 @@ def gdp_epsilon_lower(mu, delta):
 def _pld_epsilon_lower(mu, delta):
     """The optimistic PLD's eps(delta) of mu-GDP (seconds each: remembered in this process, since
     audits that separate perfectly share their mu bound, which depends on the counts alone)."""
-    from .pld_gaussian import subsampled_gaussian_pld   # = from_gaussian_mechanism, its buckets on arrays
+    from .pld_gaussian import gaussian_pld   # = from_gaussian_mechanism, its buckets on arrays
 
-    dist = subsampled_gaussian_pld(1.0 / mu, 1.0, 1e-4, pessimistic=False, connect_dots=False)
+    dist = gaussian_pld(1.0 / mu, 1.0, 1e-4, pessimistic=False, connect_dots=False)
     return max(0.0, float(dist.get_epsilon_for_delta(delta)))
 
 

@@ -141,9 +141,9 @@ def pld_subsampled_epsilon(z, q, steps, delta, interval, pessimistic=True):
     n_pts = pld_points(mu, interval, q, steps)
     if n_pts > PLD_POINT_BUDGET:
         raise MemoryError(f"PLD support of ~{n_pts:.3g} points exceeds the budget {PLD_POINT_BUDGET:.3g}")
-    from .pld_gaussian import subsampled_gaussian_pld    # = from_gaussian_mechanism, vectorised
+    from .pld_gaussian import gaussian_pld    # = from_gaussian_mechanism, vectorised
 
-    pld = subsampled_gaussian_pld(z, q, interval, pessimistic)
+    pld = gaussian_pld(z, q, interval, pessimistic)
     if steps > 1:
         pld = pld.self_compose(int(steps))
     return float(pld.get_epsilon_for_delta(delta))

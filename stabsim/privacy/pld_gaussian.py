@@ -26,7 +26,7 @@ path takes a special branch (eps on the boundary log(1-q), eps = 0, or invalid i
 raise) are handed to dp_accounting's scalar method unchanged, so its errors and edge values stay
 its own.
 
-:func:`subsampled_gaussian_pld` assembles the remove/add pair (one pmf when q = 1) exactly as
+:func:`gaussian_pld` assembles the remove/add pair (one pmf when q = 1) exactly as
 ``from_gaussian_mechanism`` does (``_pld_for_subsampled_mechanism``), and
 :class:`VectorPLDAccountant` is dp_accounting's ``PLDAccountant`` building its Gaussian events so
 (the audits' accountant, :mod:`.accountant`).  The optimistic privacy-buckets PLD at q = 1 (the
@@ -50,7 +50,7 @@ from dp_accounting.pld import pld_privacy_accountant as ppa
 from dp_accounting.pld import privacy_loss_distribution as pldm
 from dp_accounting.pld import privacy_loss_mechanism as plm
 
-__all__ = ["VectorGaussianPrivacyLoss", "VectorPLDAccountant", "subsampled_gaussian_pld"]
+__all__ = ["VectorGaussianPrivacyLoss", "VectorPLDAccountant", "gaussian_pld"]
 
 
 def _isclose(a, b):
@@ -67,7 +67,9 @@ class VectorGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
 
     def _inverse_losses(self, eps):
         """x(eps) for the entries of ``eps`` in the parent's inverse region (array in, array out)."""
-        q, s, sd2 = self.sampling_prob, self.sensitivity, self._standard_deviation ** 2
+        q = self.sampling_prob
+        if q == 1.0:
+            return self._inverse_losses_unsampled(eps)
         remove = self.adjacency_type == plm.AdjacencyType.REMOVE
         b = eps if remove else -eps            # the parent inverts ADD at -eps
         boundary = math.log(1 - q)
@@ -75,20 +77,16 @@ class VectorGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
         d = b + log_a
         regular = (b > boundary) & ~_isclose(b, boundary) & (b != 0) & (log_neg_c < d)
         loss = d[regular] + np.log1p(-np.exp(log_neg_c - d[regular]))   # L(b), as _log_sub
-        if not remove:
-            loss = -loss
         x = np.empty(eps.shape, dtype=float)
-        x[regular] = -0.5 * s - loss * sd2 / s
-        if not remove:
-            x[regular] = s + x[regular]
+        x[regular] = self._inverse_losses_unsampled(loss if remove else -loss)
         for i in np.flatnonzero(~regular):      # the parent's special branches (and its errors)
             x[i] = self.inverse_privacy_loss(float(eps[i]))
         return x
 
-    def _inverse_losses_unsampled(self, eps):
-        """x(eps) without subsampling: REMOVE -s/2 - eps sd^2/s, ADD s + (-s/2 - eps sd^2/s)."""
+    def _inverse_losses_unsampled(self, loss):
+        """The inverse of the loss without subsampling: REMOVE -s/2 - loss sd^2/s, ADD s + (-s/2 - loss sd^2/s)."""
         s, sd2 = self.sensitivity, self._standard_deviation ** 2
-        x = -0.5 * s - eps * sd2 / s
+        x = -0.5 * s - loss * sd2 / s
         return s + x if self.adjacency_type == plm.AdjacencyType.ADD else x
 
     def get_delta_for_epsilon(self, epsilon):
@@ -99,11 +97,9 @@ class VectorGaussianPrivacyLoss(plm.GaussianPrivacyLoss):
         epsilons = np.asarray(epsilon)
         deltas = np.zeros_like(epsilons, dtype=float)
         q = self.sampling_prob
-        if q == 1.0:                                   # no subsampling: the inverse is linear, everywhere
-            x_cut = self._inverse_losses_unsampled(epsilons)
-            deltas = self.mu_upper_cdf(x_cut) - np.exp(epsilons + self.mu_lower_log_cdf(x_cut))
-            return np.clip(deltas, 0, 1)
-        if self.adjacency_type == plm.AdjacencyType.ADD:
+        if q == 1.0:                               # no subsampling: every eps is inverted
+            inverse = np.ones(epsilons.shape, dtype=bool)
+        elif self.adjacency_type == plm.AdjacencyType.ADD:
             inverse = epsilons < -math.log1p(-q)   # delta = 0 beyond -log(1-q)
         else:
             inverse = epsilons > math.log1p(-q)    # delta = 1 - e^eps below log(1-q)
@@ -169,7 +165,7 @@ def _buckets_pmf(loss, interval, pessimistic):
     return pld_pmf.DensePLDPmf(interval, lo, probs, infinity_mass, pessimistic)
 
 
-def subsampled_gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True, connect_dots=None):
+def gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True, connect_dots=None):
     """The PLD (ADD_OR_REMOVE_ONE, sensitivity 1) that dp_accounting's ``from_gaussian_mechanism``
     returns for these arguments (``connect_dots`` default: when pessimistic, as there; one pmf
     when ``sampling_prob`` is 1, the remove/add pair otherwise), built with
@@ -196,7 +192,7 @@ def subsampled_gaussian_pld(standard_deviation, sampling_prob, interval, pessimi
 
 class VectorPLDAccountant(ppa.PLDAccountant):
     """dp_accounting's ``PLDAccountant`` whose Gaussian and Poisson-subsampled Gaussian events are
-    built by :func:`subsampled_gaussian_pld` (the same PLDs, composed the same way: the lines of
+    built by :func:`gaussian_pld` (the same PLDs, composed the same way: the lines of
     ``PLDAccountant._maybe_compose`` for these two events with ``from_gaussian_mechanism``
     replaced).  Every other event, relation or a zero noise goes to the parent; a dp_accounting
     that renames ``_maybe_compose`` never calls this one and stays correct, only slower."""
@@ -205,12 +201,12 @@ class VectorPLDAccountant(ppa.PLDAccountant):
         relation_ok = self.neighboring_relation in (NR.ADD_OR_REMOVE_ONE, NR.REPLACE_SPECIAL)
         iv = self._value_discretization_interval
         if do_compose and relation_ok and isinstance(event, dpe.GaussianDpEvent) and event.noise_multiplier != 0:
-            self._pld = self._pld.compose(subsampled_gaussian_pld(event.noise_multiplier / math.sqrt(count), 1.0, iv))
+            self._pld = self._pld.compose(gaussian_pld(event.noise_multiplier / math.sqrt(count), 1.0, iv))
             return None
         if (do_compose and relation_ok and isinstance(event, dpe.PoissonSampledDpEvent)
                 and isinstance(event.event, dpe.GaussianDpEvent) and event.sampling_probability != 0
                 and event.event.noise_multiplier != 0):
-            pld = subsampled_gaussian_pld(event.event.noise_multiplier, event.sampling_probability, iv)
+            pld = gaussian_pld(event.event.noise_multiplier, event.sampling_probability, iv)
             self._pld = self._pld.compose(pld.self_compose(count))
             return None
         return super()._maybe_compose(event, count, do_compose)
