@@ -31,8 +31,10 @@ from typing import Mapping, Sequence
 
 import numpy as np
 import xarray as xr
+import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
 
 #: x-axis labels by swept variable (dims or coordinates of a measure).
 X_LABELS = {
@@ -462,6 +464,14 @@ def _fit(fig: Figure) -> bool:
     return changed
 
 
+def _drop_layout_engine(fig: Figure) -> None:
+    """No layout engine at all, so that ``savefig`` draws once: with any engine, even the
+    placeholder that ``set_layout_engine("none")`` or ``tight_layout`` leaves, it draws the whole
+    figure a first time (rendering nothing) before the draw it saves."""
+    with matplotlib.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+        fig.set_layout_engine(None)
+
+
 def save(fig: Figure, path, dpi: int = 150) -> Path:
     """Save ``fig`` as PNG (or the format of the suffix), creating parent folders.
 
@@ -469,15 +479,18 @@ def save(fig: Figure, path, dpi: int = 150) -> Path:
     the resolution that is saved, so the saving draw reuses the canvas's renderer and with it
     every text measurement (matplotlib caches them per renderer): about half the time of drawing
     a figure twice at two resolutions.  Fitting runs the figure's layout engine; when no title
-    changed after that, the saving draw keeps that layout instead of running the engine again."""
+    changed after that, the figure is saved without an engine: the saving draw keeps that layout
+    and is the only draw (``_drop_layout_engine``)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     dpi0 = fig.dpi
     fig.set_dpi(dpi)
     engine = fig.get_layout_engine()
     try:
-        if not _fit(fig) and engine is not None:
-            fig.set_layout_engine("none")
+        # a layout that is stale (a title changed after the engine placed the axes) is redone
+        # by the engine when savefig draws; else (or with a placeholder engine) none is needed
+        if not (_fit(fig) and isinstance(engine, (ConstrainedLayoutEngine, TightLayoutEngine))):
+            _drop_layout_engine(fig)
         fig.savefig(path, dpi=dpi)
     finally:
         fig.set_dpi(dpi0)

@@ -296,3 +296,36 @@ def test_save_runs_the_layout_again_only_after_a_title_changed(title, runs, tmp_
     assert len(calls) == runs
     assert fig.get_layout_engine() is engine
     assert ("\n" in ax.title.get_text()) == (runs == 2)
+
+
+@pytest.mark.parametrize("layout", ["constrained", "tight_layout"])
+def test_save_draws_a_laid_out_figure_once_and_saves_what_two_draws_save(layout, tmp_path, monkeypatch):
+    """With a layout engine (even the placeholder ``tight_layout`` leaves) ``savefig`` draws the
+    figure once before the draw it saves; ``save`` removes the engine when the layout is final, so
+    the figure is drawn once, and the PNG is byte for byte the one matplotlib's two draws give."""
+    from matplotlib.figure import Figure
+
+    from stabsim.plots import fit_titles, save
+
+    def figure():
+        fig = Figure(figsize=(6, 4), layout="constrained" if layout == "constrained" else None)
+        ax = fig.add_subplot()
+        ax.plot([1, 10, 100], [3, 2, 1], label="a line")
+        ax.set_xscale("log")
+        ax.set_title("a short title")
+        ax.legend()
+        if layout == "tight_layout":
+            fig.tight_layout()
+        return fig
+
+    reference = figure()
+    reference.set_dpi(150)
+    fit_titles(reference)
+    assert reference.get_layout_engine() is not None
+    reference.savefig(tmp_path / "two_draws.png", dpi=150)
+    draws = []
+    real = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: draws.append(1) or real(self, renderer))
+    save(figure(), tmp_path / "one_draw.png")
+    assert len(draws) == 1
+    assert (tmp_path / "one_draw.png").read_bytes() == (tmp_path / "two_draws.png").read_bytes()
