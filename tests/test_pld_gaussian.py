@@ -129,3 +129,49 @@ def test_gdp_fit_conversion_unchanged():
     ref = pldm.from_gaussian_mechanism(standard_deviation=1.0 / 2.5, pessimistic_estimate=False,
                                        use_connect_dots=False, value_discretization_interval=1e-4)
     assert _pld_epsilon_lower(2.5, 1e-5) == max(0.0, float(ref.get_epsilon_for_delta(1e-5)))
+
+
+def _dense_pld(probs, lower_loss, interval, infinity_mass):
+    from dp_accounting.pld import pld_pmf
+
+    return pldm.PrivacyLossDistribution(pld_pmf.DensePLDPmf(interval, lower_loss, np.asarray(probs, float),
+                                                            infinity_mass, True))
+
+
+def _plds():
+    rng = np.random.default_rng(5)
+    p = rng.random(9000)
+    yield "subsampled, composed", gaussian_pld(1.0, 0.01, 1e-3).self_compose(40)
+    yield "one Gaussian", gaussian_pld(0.8, 1.0, 1e-4)
+    yield "one Gaussian, composed", gaussian_pld(2.0, 1.0, 1e-3).self_compose(7)
+    yield "random, 3 blocks", _dense_pld(p / p.sum() * (1 - 1e-7), -4000, 1e-3, 1e-7)
+    huge = np.zeros(5000)
+    huge[-3:] = 0.25                               # losses of ~800: exp(-loss) is 0 in float64
+    huge[:100] = 0.25 / 100
+    yield "exp(-loss) underflows", _dense_pld(huge / huge.sum(), 795000, 1e-3, 0.0)
+    yield "infinite mass", _dense_pld(p / p.sum() * 0.9, -100, 1e-2, 0.1)
+
+
+@pytest.mark.parametrize("name, pld", list(_plds()))
+def test_epsilon_for_delta_is_dp_accountings_scan(name, pld):
+    """``epsilon_for_delta`` against the library's loop on the same PLD, for deltas where the loop
+    exits in the first block, in a later one, never (eps 0), on an underflowed mass (its early
+    return) and below the infinite mass (eps = inf): equal, not close."""
+    from stabsim.privacy.pld_gaussian import epsilon_for_delta
+
+    for delta in (0.5, 0.2, 0.05, 1e-2, 1e-3, 1e-5, 1e-8, 1e-12, 0.0):
+        assert epsilon_for_delta(pld, delta) == pld.get_epsilon_for_delta(delta), (name, delta)
+
+
+def test_epsilon_for_delta_covers_the_scans_exits():
+    """The cases above reach each exit of the scan (so the equalities test them)."""
+    from stabsim.privacy.pld_gaussian import _SCAN_BLOCK
+
+    plds = dict(_plds())
+    assert math.isinf(plds["infinite mass"].get_epsilon_for_delta(0.05))
+    assert plds["one Gaussian"].get_epsilon_for_delta(0.5) == 0
+    assert plds["exp(-loss) underflows"].get_epsilon_for_delta(1e-3) > 700   # the underflow's return
+    pmf = plds["subsampled, composed"]._pmf_remove
+    eps = pmf.get_epsilon_for_delta(1e-3)
+    top = (pmf._lower_loss + pmf.size - 1) * pmf._discretization
+    assert (top - eps) / pmf._discretization > _SCAN_BLOCK                  # exits in a later block

@@ -125,10 +125,9 @@ def pld_gaussian_epsilon(mu, delta, interval):
     if n_pts > PLD_POINT_BUDGET:
         raise MemoryError(f"PLD support of ~{n_pts:.3g} points exceeds the budget {PLD_POINT_BUDGET:.3g} "
                           f"(mu = {mu:.4g}, interval = {interval:.3g}); use gdp_epsilon (exact)")
-    from dp_accounting.pld import privacy_loss_distribution as pldm
+    from .pld_gaussian import epsilon_for_delta, gaussian_pld   # dp_accounting's, on arrays
 
-    pld = pldm.from_gaussian_mechanism(1.0 / mu, value_discretization_interval=interval)
-    return float(pld.get_epsilon_for_delta(delta))
+    return float(epsilon_for_delta(gaussian_pld(1.0 / mu, 1.0, interval), delta))
 
 
 def pld_subsampled_epsilon(z, q, steps, delta, interval, pessimistic=True):
@@ -141,12 +140,12 @@ def pld_subsampled_epsilon(z, q, steps, delta, interval, pessimistic=True):
     n_pts = pld_points(mu, interval, q, steps)
     if n_pts > PLD_POINT_BUDGET:
         raise MemoryError(f"PLD support of ~{n_pts:.3g} points exceeds the budget {PLD_POINT_BUDGET:.3g}")
-    from .pld_gaussian import gaussian_pld    # = from_gaussian_mechanism, vectorised
+    from .pld_gaussian import epsilon_for_delta, gaussian_pld   # dp_accounting's, on arrays
 
     pld = gaussian_pld(z, q, interval, pessimistic)
     if steps > 1:
         pld = pld.self_compose(int(steps))
-    return float(pld.get_epsilon_for_delta(delta))
+    return float(epsilon_for_delta(pld, delta))
 
 
 def rdp_subsampled_epsilon(z, n, k, steps, delta):

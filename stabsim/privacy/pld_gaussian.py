@@ -50,7 +50,7 @@ from dp_accounting.pld import pld_privacy_accountant as ppa
 from dp_accounting.pld import privacy_loss_distribution as pldm
 from dp_accounting.pld import privacy_loss_mechanism as plm
 
-__all__ = ["VectorGaussianPrivacyLoss", "VectorPLDAccountant", "gaussian_pld"]
+__all__ = ["VectorGaussianPrivacyLoss", "VectorPLDAccountant", "epsilon_for_delta", "gaussian_pld"]
 
 
 def _isclose(a, b):
@@ -165,6 +165,95 @@ def _buckets_pmf(loss, interval, pessimistic):
     return pld_pmf.DensePLDPmf(interval, lo, probs, infinity_mass, pessimistic)
 
 
+def _connect_dots_pmf(loss, interval):
+    """The pessimistic connect-the-dots pmf of a continuous monotone loss, as
+    ``_create_pld_pmf_from_monotone_privacy_loss(..., use_connect_dots=True)`` builds it with
+    ``pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap``, whose probabilities are kept as an
+    array: dp_accounting makes a dict of them and, when it has more than ``_SPARSE_MAX`` keys, the
+    same dense array again (``create_pmf``).  Small pmfs, and every error, are its own."""
+    bounds = loss.connect_dots_bounds()
+    if bounds.epsilon_upper is None or bounds.epsilon_lower is None:
+        return getattr(pldm, _BUILDER)(loss, pessimistic_estimate=True, value_discretization_interval=interval,
+                                       use_connect_dots=True)
+    upper = math.ceil(bounds.epsilon_upper / interval)
+    lower = math.floor(bounds.epsilon_lower / interval)
+    deltas = np.asarray(loss.get_delta_for_epsilon(np.arange(lower, upper + 1) * interval), dtype=np.float64)
+    if deltas.size <= max(_SPARSE_MAX, 2) or np.any(deltas < 0) or np.any(deltas > 1) \
+            or np.any(np.diff(deltas) > pld_pmf._DELTA_DIFF_TOLERANCE):
+        return pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(interval, lower, upper, deltas)
+    deltas = np.minimum.accumulate(deltas)
+    diffs = np.diff(deltas)
+    probs = np.zeros_like(deltas)
+    probs[0] = 1 - deltas[0] + diffs[0] / math.expm1(interval)
+    probs[1:-1] = (diffs[1:] - diffs[:-1] * math.exp(interval)) / math.expm1(interval)
+    probs[-1] = diffs[-1] / math.expm1(-interval)
+    return pld_pmf.DensePLDPmf(interval, lower, np.maximum(0.0, probs), deltas[-1], True)
+
+
+#: entries of a dense pmf scanned at once by ``_dense_epsilon`` (from the largest loss down)
+_SCAN_BLOCK = 4096
+
+
+def _dense_epsilon(pmf, delta):
+    """``DensePLDPmf.get_epsilon_for_delta`` (dp_accounting's ``_get_epsilon_for_delta``) with its
+    scan on arrays, block by block from the largest loss down: the same running sums (``cumsum``
+    adds in the loop's order), the same losses (``itertools.count`` adds -interval again and
+    again, so does ``cumsum``), ``math.exp`` and ``math.log`` themselves (NumPy's may differ in the
+    last bit; its log only picks the candidates of the loop's exit test, which ``math.log``
+    decides).  Returns what the loop returns, value for value."""
+    inf_mass, d = pmf._infinity_mass, pmf._discretization
+    if inf_mass > delta:
+        return math.inf
+    probs = np.flip(pmf._probs)
+    n = probs.size
+    upper, lower, loss0 = float(inf_mass), 0.0, (pmf._lower_loss + n - 1) * d
+    for start in range(0, n, _SCAN_BLOCK):
+        p = probs[start:start + _SCAN_BLOCK]
+        m = p.size
+        steps = np.full(m, -d)
+        steps[0] = loss0
+        losses = np.cumsum(steps)                                    # loss0, loss0 - d, ...
+        loss0 = float(losses[-1]) - d
+        e = np.fromiter(map(math.exp, (-losses).tolist()), dtype=np.float64, count=m)
+        up = np.cumsum(np.concatenate(([upper], p)))                 # up[k]: mass_upper before entry k
+        lo = np.cumsum(np.concatenate(([lower], e * p)))
+        exit_k = m
+        ok = (up[:m] > delta) & (lo[:m] > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(ok, (up[:m] - delta) / np.where(ok, lo[:m], 1.0), 1.0)
+            near = ok & (np.log(ratio) >= losses - 1e-9 * (np.abs(losses) + 1.0))
+        for k in np.flatnonzero(near):
+            if math.log(float(ratio[k])) >= losses[k]:
+                exit_k = int(k)
+                break
+        zero = np.flatnonzero((up[1:exit_k + 1] >= delta) & (lo[1:exit_k + 1] == 0))
+        if zero.size:
+            return max(0, float(losses[zero[0]]))
+        if exit_k < m:
+            upper, lower = float(up[exit_k]), float(lo[exit_k])
+            break
+        upper, lower = float(up[m]), float(lo[m])
+    if upper <= lower + delta:
+        return 0
+    return math.log((upper - delta) / lower)
+
+
+def epsilon_for_delta(pld, delta):
+    """``pld.get_epsilon_for_delta(delta)`` (a ``PrivacyLossDistribution``), its dense pmfs scanned
+    by :func:`_dense_epsilon`; the library's own method for anything else."""
+    remove, add = getattr(pld, "_pmf_remove", None), getattr(pld, "_pmf_add", None)
+    if remove is None or add is None or not hasattr(pld, "_symmetric"):
+        return pld.get_epsilon_for_delta(delta)
+
+    def one(pmf):
+        dense = isinstance(pmf, pld_pmf.DensePLDPmf) and all(
+            hasattr(pmf, a) for a in ("_probs", "_lower_loss", "_discretization", "_infinity_mass"))
+        return _dense_epsilon(pmf, delta) if dense else pmf.get_epsilon_for_delta(delta)
+
+    eps_remove = one(remove)
+    return eps_remove if pld._symmetric else max(eps_remove, one(add))
+
+
 def gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True, connect_dots=None):
     """The PLD (ADD_OR_REMOVE_ONE, sensitivity 1) that dp_accounting's ``from_gaussian_mechanism``
     returns for these arguments (``connect_dots`` default: when pessimistic, as there; one pmf
@@ -182,8 +271,7 @@ def gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True, 
                                          sampling_prob=sampling_prob, adjacency_type=adjacency)
         if not connect_dots:
             return _buckets_pmf(loss, interval, pessimistic)
-        return build(loss, pessimistic_estimate=pessimistic, value_discretization_interval=interval,
-                     use_connect_dots=True)
+        return _connect_dots_pmf(loss, interval)
 
     if sampling_prob == 1.0:
         return pldm.PrivacyLossDistribution(pmf(plm.AdjacencyType.REMOVE))
@@ -210,3 +298,8 @@ class VectorPLDAccountant(ppa.PLDAccountant):
             self._pld = self._pld.compose(pld.self_compose(count))
             return None
         return super()._maybe_compose(event, count, do_compose)
+
+    def get_epsilon(self, target_delta):
+        if self._contains_non_dp_event:
+            return math.inf
+        return epsilon_for_delta(self._pld, target_delta)
