@@ -58,7 +58,9 @@ def mix64(z):
 
 @njit(cache=True)
 def stream_key(seed, replicate, stream):
-    """The 64-bit key of one random stream of one replicate."""
+    """The 64-bit key of one random stream of one replicate.  Kernels pass the stream typed,
+    ``np.int64(STREAM_NOISE)``: a module constant is a literal to numba, which would compile one
+    specialisation of this function per stream."""
     k = mix64(np.uint64(seed) + _GOLDEN)
     k = mix64(k ^ (np.uint64(replicate) * _M1 + _ONE))
     return mix64(k ^ (np.uint64(stream) * _M2 + _GOLDEN))

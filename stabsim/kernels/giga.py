@@ -145,9 +145,9 @@ def _giga_replicate(r, X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind
     krow = krows[r]
     order = perms[r]
     cen = centers[r]
-    key_b = stream_key(seed, reps[r], STREAM_BURNIN)
-    key_n = stream_key(seed, reps[r], STREAM_NOISE)
-    key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME) if indep_noise else key_n
+    key_b = stream_key(seed, reps[r], np.int64(STREAM_BURNIN))
+    key_n = stream_key(seed, reps[r], np.int64(STREAM_NOISE))
+    key_np = stream_key(seed, reps[r], np.int64(STREAM_NOISE_PRIME)) if indep_noise else key_n
     # S' = S (k = -1) with shared noise: w' = w at every step, so the gradient on S' is the
     # one on S, copied instead of summed again (the same numbers: tests/test_mirror.py)
     mirror = k < 0 and not indep_noise
@@ -169,13 +169,16 @@ def _giga_replicate(r, X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind
     lsum = 0.0
     lsum_reg = 0.0
     ci = 0
+    # which data set _lhat reads, typed bools: literal flags would compile _lhat (and the
+    # all-previous loop it calls) once per value, besides the twin kernel's own (bool) one
+    on_s, on_s_prime = np.bool_(False), np.bool_(True)
     for t in range(1, n + 1):
         # penalty Lhat_t(v_{t-1}, D_t), incurred for t >= 2 (run on S).  Offline after the
         # burn-in v_{t-1} = w_{t-1}, and the gradient pass below returns this very value (the
         # value does not depend on the gradient's scale): taken from there, not summed twice
         reuse = not online and t > T1 and t >= 2
         if t >= 2 and not reuse:
-            fv = _lhat(form, phi, q, v, Xs, Ys, order, t, False, k, krow, 0.0, gdummy, dx)
+            fv = _lhat(form, phi, q, v, Xs, Ys, order, t, on_s, k, krow, 0.0, gdummy, dx)
             lsum += fv
             lsum_reg += fv + _reg(v, cen, alpha)
         if t <= T1:
@@ -189,7 +192,7 @@ def _giga_replicate(r, X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind
             for c in range(p):
                 g[c] = alpha * (w[c] - cen[c])
                 gp[c] = alpha * (wp[c] - cen[c])
-            fw = _lhat(form, phi, q, w, Xs, Ys, order, t, False, k, krow, 1.0, g, dx)
+            fw = _lhat(form, phi, q, w, Xs, Ys, order, t, on_s, k, krow, 1.0, g, dx)
             if reuse:   # a penalty step; v = w here (offline)
                 lsum += fw
                 lsum_reg += fw + _reg(v, cen, alpha)
@@ -197,7 +200,7 @@ def _giga_replicate(r, X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind
                 for c in range(p):
                     gp[c] = g[c]
             else:
-                _lhat(form, phi, q, wp, Xs, Ys, order, t, True, k, krow, 1.0, gp, dx)
+                _lhat(form, phi, q, wp, Xs, Ys, order, t, on_s_prime, k, krow, 1.0, gp, dx)
             for c in range(p):
                 w[c] -= eta * g[c]
                 wp[c] -= eta * gp[c]

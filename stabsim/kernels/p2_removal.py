@@ -185,12 +185,13 @@ def _p2_replicate(r, X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckp
     C = ckpts.shape[0]
     Xs = X[r]
     Ys = Y[r]
-    key_n = stream_key(seed, reps[r], STREAM_NOISE)
+    key_n = stream_key(seed, reps[r], np.int64(STREAM_NOISE))
     for c in range(p):
         w[c] = 0.0
     ci = 0
+    none = np.int64(-1)   # typed, not a literal -1: that would compile full_grad a second time
     for t in range(1, T + 1):
-        FS[r, t - 1] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb, pv, pf)
+        FS[r, t - 1] = full_grad(form, phi, q, w, Xs, Ys, none, g, dx, sb, cb, pv, pf)
         s = 0.0
         for c in range(p):
             s += g[c] * g[c]
@@ -202,7 +203,7 @@ def _p2_replicate(r, X, Y, form, phi, q, eta, sigma, T, seed, reps, removes, ckp
             for c in range(p):
                 W[r, ci, c] = w[c]
             ci += 1
-    FS[r, T] = full_grad(form, phi, q, w, Xs, Ys, -1, g, dx, sb, cb, pv, pf)
+    FS[r, T] = full_grad(form, phi, q, w, Xs, Ys, none, g, dx, sb, cb, pv, pf)
     for kk in range(K):
         i = removes[r, kk]
         for c in range(p):

@@ -906,7 +906,9 @@ def _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a,
         ap[i] = s * (a[idxP[i]] - shift)
     for j in range(nN):
         an[j] = s * (a[idxN[j]] - shift)
-    tot, sq = pn_rows(phi, q, 0.0, ap, an, True, rowP, rowN, dP, dN, False)
+    # typed flags, not literals: those would compile pn_rows a second time (Python passes bools)
+    fast, derivs = np.bool_(True), np.bool_(False)
+    tot, sq = pn_rows(phi, q, 0.0, ap, an, fast, rowP, rowN, dP, dN, derivs)
     half = 0.5 * mult
     k0 = kconst / (nP * (nP - 1.0) + nN * (nN - 1.0)) if kconst != 0.0 else 0.0  # phi(0)
     for i in range(nP):

@@ -454,9 +454,9 @@ def build_replicate(KIND, POLL, SPEC=None):
         # S' = S (k = -1) with shared noise: run S' is run S, computed once (``_record`` reads run S
         # for both; bit-identical to computing it, tests/test_mirror.py)
         mirror = k < 0 and noise != NOISE_INDEPENDENT
-        key_i = stream_key(seed, reps[r], STREAM_INDEX)
-        key_n = stream_key(seed, reps[r], STREAM_NOISE)
-        key_np = stream_key(seed, reps[r], STREAM_NOISE_PRIME)
+        key_i = stream_key(seed, reps[r], np.int64(STREAM_INDEX))
+        key_n = stream_key(seed, reps[r], np.int64(STREAM_NOISE))
+        key_np = stream_key(seed, reps[r], np.int64(STREAM_NOISE_PRIME))
         for run in range(2):
             for sl in range(2):
                 for c in range(p):
@@ -569,7 +569,8 @@ def build_replicate(KIND, POLL, SPEC=None):
                     for c in range(p):
                         acc[1, c] += om * W[1, 1, c]
             if has_ref and not FAST:   # (the fast kinds sum the reference losses after the loop)
-                lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, False, k, krow, form, phi, q,
+                on_s = np.bool_(False)   # typed, not a literal False: that would compile a second _grad (and its callees)
+                lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, on_s, k, krow, form, phi, q,
                                wref, 0.0, g[0], dx, work, stats[0])
             if not FAST and use_stats:   # (only ALL_PREV uses statistics: a GENERAL schedule)
                 for run in range(1 if mirror else 2):
@@ -699,9 +700,10 @@ def _compiled_beside(kind: int, argtypes: tuple) -> list:
 
 def _late_callees(kind: int) -> list:
     """The kind's replicate's callees a helper started with a cold call can have compiled before
-    the replicate types them.  The general kind types ``_grad`` for its reference point's losses
-    (``prime`` a literal False) after ``_general_step``, about 12 s into its compile from an empty
-    cache (2-vCPU Xeon), and loads it from the cache instead of compiling it (about 6.6 s).  The
+    the replicate types them.  The general kind has none: its reference point's losses call
+    ``_grad`` with a typed ``prime`` flag, the signature ``_general_step`` compiled (a literal False
+    made it a second ``_grad``, about 6.6 s from an empty cache on a 2-vCPU Xeon, which the helper
+    compiled beside until session 24).  The
     fast kinds type ``_record`` and their loss's value (about 0.9 s together) 2-3 s in, when a helper
     (about 1 s to start) may or may not be done: whichever it is done with is loaded, the others are
     compiled here as before.  The signatures are the warm-up's recorded ones (the kernel's arguments
@@ -719,7 +721,7 @@ def _late_callees(kind: int) -> list:
 _LATE_CALLEES = {FAST_PREVIOUS: (("_record", False), ("linear_pair_value", False)),
                  FAST_PAIR: (("_record", False), ("linear_pair_value", False)),
                  FAST_POINT: (("_record", False), ("point_coef", False)),
-                 GENERAL: (("_grad", True),)}
+                 GENERAL: ()}
 
 
 _KERNEL_BESIDE = caller_beside(__name__, "_twin_kernel")
