@@ -31,10 +31,15 @@ its own.
 :class:`VectorPLDAccountant` is dp_accounting's ``PLDAccountant`` building its Gaussian events so
 (the audits' accountant, :mod:`.accountant`).  The optimistic privacy-buckets PLD at q = 1 (the
 GDP fit's conversion, :mod:`.audit_gdp`) walks its buckets in a Python loop with one inverse per
-bucket; :func:`_buckets_pmf` cuts them on arrays (the same cuts, keys and masses).  All use
-dp_accounting's private constructor
-``_create_pld_pmf_from_monotone_privacy_loss``; where an installed version lacks it, it falls
-back to ``from_gaussian_mechanism`` itself (same numbers, the slow loop).
+bucket; :func:`_buckets_pmf` cuts them on arrays (the same cuts, keys and masses).  The
+connect-the-dots pmf is kept as the array it is computed as (:func:`_connect_dots_pmf`; the
+library goes through a dict of its entries), and :func:`epsilon_for_delta` is
+``PrivacyLossDistribution.get_epsilon_for_delta`` with the dense pmf's sequential scan done on
+arrays, block by block, in the loop's order of additions and with ``math.exp`` / ``math.log``
+themselves (the ledger and :class:`VectorPLDAccountant` use it).  All rely on dp_accounting's
+private constructor ``_create_pld_pmf_from_monotone_privacy_loss`` and pmf attributes; where an
+installed version lacks them, they fall back to the library's own functions (same numbers, the
+slow loops).
 """
 
 from __future__ import annotations
@@ -178,8 +183,9 @@ def _connect_dots_pmf(loss, interval):
     upper = math.ceil(bounds.epsilon_upper / interval)
     lower = math.floor(bounds.epsilon_lower / interval)
     deltas = np.asarray(loss.get_delta_for_epsilon(np.arange(lower, upper + 1) * interval), dtype=np.float64)
-    if deltas.size <= max(_SPARSE_MAX, 2) or np.any(deltas < 0) or np.any(deltas > 1) \
-            or np.any(np.diff(deltas) > pld_pmf._DELTA_DIFF_TOLERANCE):
+    tolerance = getattr(pld_pmf, "_DELTA_DIFF_TOLERANCE", None)
+    if tolerance is None or deltas.size <= max(_SPARSE_MAX, 2) or np.any(deltas < 0) or np.any(deltas > 1) \
+            or np.any(np.diff(deltas) > tolerance):
         return pld_pmf.create_pmf_pessimistic_connect_dots_fixed_gap(interval, lower, upper, deltas)
     deltas = np.minimum.accumulate(deltas)
     diffs = np.diff(deltas)
