@@ -291,13 +291,19 @@ def test_every_kind_compiles_for_the_gpu(monkeypatch):
             return launch
 
     monkeypatch.setattr(tc, "cuda_kernel", Capture)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for _id, kw in CASES:
-            _run(kw, "cuda")
-    # not the simulator: the default specialised builds, the fast kinds with per-thread iterates
-    assert {kind for kind, _ in launched} == {FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL}
-    assert all(len(spec) == (6 if kind == GENERAL else 7) for kind, spec in launched)
+    # both builds a GPU call can get (``SPECIALIZE``): the general one of each kind (short calls)
+    # and the specialised ones, the fast kinds' with per-thread iterates (long calls)
+    for specialize in (False, True):
+        monkeypatch.setattr(tc, "SPECIALIZE", specialize)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _id, kw in CASES:
+                _run(kw, "cuda")
+    every_kind = {FAST_PREVIOUS, FAST_PAIR, FAST_POINT, GENERAL}
+    assert {kind for kind, spec in launched if spec is None} == every_kind
+    specialised = [(kind, spec) for kind, spec in launched if spec is not None]
+    assert {kind for kind, _ in specialised} == every_kind
+    assert all(len(spec) == (6 if kind == GENERAL else 7) for kind, spec in specialised)
     for (kind, _spec), (kernel, args) in launched.items():
         ptx, _ = cuda.compile_ptx(kernel.py_func, tuple(numba.typeof(a) for a in args), cc=(9, 0))
         assert ".visible .entry" in ptx
