@@ -266,20 +266,34 @@ def test_fig2_error_falls_with_eps(tmp_path):
 
 def test_eps_cells_reuse_the_data_sets_and_give_the_same_numbers(tmp_path, monkeypatch):
     """The eps cells of one kappa draw the same data sets: drawn once, kept for the later cells,
-    dropped after the last; the data.nc equals drawing them for every cell."""
+    dropped after the last, the cells of one chunk run one after another (one chunk's sets held at
+    a time); the data.nc equals drawing them for every cell."""
     import xarray as xr
 
     from stabsim.experiments import p4_reproduction as p4r
+    from stabsim.study.params import KINDS
     from stabsim.synthetic import Problem
 
     text = FIG2.replace("kappa = [0.0]", "kappa = [0.0, 0.1]").replace("replicates = 16\nchunk = 16",
                                                                        "replicates = 6\nchunk = 3")
-    calls = []
+    calls, held, order = [], [], []
     draw = Problem.sample_replicates
     monkeypatch.setattr(Problem, "sample_replicates", lambda self, *a: calls.append(a[2].tolist()) or draw(self, *a))
+    cell_fn = p4r.p4_figure_cell
+    def cell_spy(spec, cell, reps):
+        order.append((cell["kappa"], int(reps[0]), cell["eps"]))
+        out = cell_fn(spec, cell, reps)
+        held.append(len(p4r._KEPT))
+        return out
+    monkeypatch.setattr(KINDS["p4_figure"], "func", cell_spy)
     res = run_study(parse_study(text), tmp_path / "kept", progress=False)
     assert len(calls) == 2 * 2                 # 2 kappas x 2 chunks, not x 3 eps cells
     assert p4r._KEPT == {}                     # nothing held after the last cell
+    # chunk by chunk within a kappa, so one chunk's data sets are held at a time (not both chunks')
+    eps = sorted({e for _, _, e in order})
+    assert order == [(k, r, e) for k in (0.0, 0.1) for r in (0, 3) for e in eps]
+    assert max(held) == 1
+    monkeypatch.setattr(KINDS["p4_figure"], "func", cell_fn)
     monkeypatch.setattr(p4r, "_later_cell_draws_the_same", lambda spec, cell: False)
     again = run_study(parse_study(text), tmp_path / "drawn", progress=False)
     assert len(calls) == 4 + 2 * 3 * 2

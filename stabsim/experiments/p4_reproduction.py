@@ -62,22 +62,22 @@ def _validate(spec):
             raise StudyError(f"p4_figure: cell {cell.coords}: {e}") from None
 
 
-#: data sets kept for a later cell of the same study (see ``_data_sets``)
+#: the data sets of the chunk in hand, kept for the next cell that draws them (see ``_data_sets``)
 _KEPT: dict = {}
 
 
 def _data_sets(spec, cell, pb, n, seed, reps):
     """``pb.sample_replicates(n, seed, reps)``, kept in memory while a later cell of the study draws
-    the same data sets, and dropped with the last of them.  The cells of one kappa differ only in
-    eps, and a data set is a function of (problem, n, seed, replicate) alone: the 12 eps cells of
-    Fig. 1 drew the same 500 sets of 5000 points each (about 20 s per study).  Held: one chunk's
-    sets per chunk of a cell (250 x 5000 x 10 doubles, 110 MB with the labels, in the studies);
-    cells run in another order (a resume, a cluster) only draw again."""
+    the same data sets.  The cells of one kappa differ only in eps, and a data set is a function of
+    (problem, n, seed, replicate) alone: the 12 eps cells of Fig. 1 drew the same 500 sets of 5000
+    points each (about 20 s per study).  The chunks that draw the same sets run one after another
+    (``_jobs_sharing_data_together``), so one chunk's sets are held at a time (100 x 5000 x 10
+    doubles, 44 MB with the labels, in the studies), dropped when other sets are drawn; in any
+    other order (a cluster's workers, a resume) a chunk only draws again."""
     design = (spec.id, pb.name, pb.d, repr(sorted(pb.params.items())), int(n), int(seed))
-    for k in [k for k in _KEPT if k[:-1] != design]:
-        del _KEPT[k]                        # another study or another data design: not needed again
     key = design + (reps.tobytes(),)
     data = _KEPT.pop(key, None)
+    _KEPT.clear()
     if data is None:
         data = pb.sample_replicates(n, seed, reps)
     if _later_cell_draws_the_same(spec, cell):
@@ -85,13 +85,31 @@ def _data_sets(spec, cell, pb, n, seed, reps):
     return data
 
 
+def _data_axes(spec) -> list:
+    """The sweep axes that set [data] (the rest of the section is common to every cell)."""
+    return [a for a, (section, _) in spec.axes.items() if section == "data"]
+
+
 def _later_cell_draws_the_same(spec, cell) -> bool:
-    """Whether a cell after ``cell`` (coords) has the same [data] section: the same values on the
-    sweep axes that set [data] (the rest of the section is common to every cell)."""
-    data_axes = [a for a, (section, _) in spec.axes.items() if section == "data"]
+    """Whether a cell after ``cell`` (coords) has the same [data] section."""
+    data_axes = _data_axes(spec)
     cells = [c.coords for c in spec.cells()]
     later = cells[cells.index(cell) + 1:] if cell in cells else []
     return any(all(c[a] == cell[a] for a in data_axes) for c in later)
+
+
+def _jobs_sharing_data_together(spec, jobs: list) -> list:
+    """The study's missing chunks ``(cell, start, stop, path)`` in the order that draws each
+    chunk's data sets once: per [data] design (in cell order), chunk by chunk, every cell of that
+    design (the eps cells) in cell order.  Cell by cell, the engine's default, each design's
+    data sets of every chunk had to be held at once (220 MB of Fig. 1's 500 sets, on top of the
+    chunk in hand).  The numbers do not depend on the order: a chunk is a function of its cell
+    and replicates."""
+    axes = _data_axes(spec)
+    first: dict = {}
+    for i, (cell, _start, _stop, _path) in enumerate(jobs):
+        first.setdefault(tuple(repr(cell.coords[a]) for a in axes), i)
+    return sorted(jobs, key=lambda j: (first[tuple(repr(j[0].coords[a]) for a in axes)], j[1], j[2], j[0].index))
 
 
 def _metric(name, W, X, y):
@@ -103,7 +121,8 @@ def _metric(name, W, X, y):
 
 
 @register_kind("p4_figure", params=twin_params(figure=FIGURE), validate=_validate,
-               description="P4 Sec. 5: test MSE / misclassification of (DP-)SGD (Alg. 1) per replicate")
+               description="P4 Sec. 5: test MSE / misclassification of (DP-)SGD (Alg. 1) per replicate",
+               job_order=_jobs_sharing_data_together)
 def p4_figure_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     from ..rng import STREAM_SPLIT
     from ..twin import run_twin

@@ -144,6 +144,10 @@ class Kind:
     params: dict[str, dict[str, Param]]
     validate: Callable | None = None
     description: str = ""
+    #: ``(spec, jobs) -> jobs``: the order in which this process computes the missing chunks
+    #: (jobs are ``(cell, start, stop, path)``; the default is cell by cell).  Only what a chunk
+    #: costs may depend on it, never its numbers.
+    job_order: Callable | None = None
 
 
 KINDS: dict[str, Kind] = {}
@@ -151,12 +155,13 @@ _FIXED_SECTIONS = ("study", "sweep", "bounds", "profiles", "run")
 
 
 def register_kind(name: str, *, params: dict | None = None, validate: Callable | None = None,
-                  description: str = "") -> Callable:
+                  description: str = "", job_order: Callable | None = None) -> Callable:
     """Decorator registering ``func(spec, cell, replicates) -> xr.Dataset`` as study kind ``name``.
 
     ``params``: ``{section: {key: Param}}`` for the kind's sections (``twin_params()``
     gives the built-in ``[data]``/``[algorithm]`` schema to extend).  Swept axis names
-    (``Param.dim`` or the key) must be unique across the kind's sections.
+    (``Param.dim`` or the key) must be unique across the kind's sections.  ``job_order``:
+    see ``Kind.job_order``.
     """
     params = {} if params is None else {s: dict(t) for s, t in params.items()}
     for sec in params:
@@ -178,7 +183,7 @@ def register_kind(name: str, *, params: dict | None = None, validate: Callable |
         if name in KINDS and KINDS[name].func is not func:
             raise ValueError(f"study kind {name!r} is registered twice")
         KINDS[name] = Kind(name, func, params, validate,
-                           description or (func.__doc__ or "").strip().split("\n")[0])
+                           description or (func.__doc__ or "").strip().split("\n")[0], job_order)
         return func
     return deco
 

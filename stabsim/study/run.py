@@ -149,7 +149,9 @@ def _run_locked(spec, sd, kind, result, log, *, force, keep_chunks, recompute_st
     result.n_chunks = len(used) + len(jobs)
     _log_plan(spec, log, result, data_note, cover, jobs, used, reused_reps, len(cells))
 
-    # 5. compute the missing chunks
+    # 5. compute the missing chunks (in the kind's order, where it has one)
+    if jobs and kind.job_order is not None:
+        jobs = kind.job_order(spec, jobs)
     if jobs:
         _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executor, progress, log,
                   resume_hint, backend=result.backend)
