@@ -326,3 +326,32 @@ def test_study_checks_skip_the_reference_monte_carlo(monkeypatch):
         assert np.array_equal(checked[4][0], run[4][0])
         if p["data"]["kappa"] > 0:
             assert math.isnan(checked[4][1]) and not checked[4][3] and math.isfinite(run[4][1])
+
+
+def test_the_risk_at_w_star_is_estimated_once_per_problem_and_seed(monkeypatch):
+    """F(w*) by Monte Carlo (400 000 points) is asked by every chunk of a p4_gen study and by its
+    analysis: computed once per process for each problem, loss, seed and m, and the cached value
+    is the estimate itself (equal to a fresh ``population_risk``)."""
+    import stabsim.risk
+    from stabsim.losses import get_loss
+    from stabsim.risk import population_risk
+    from stabsim.setups import p4 as setup
+    from stabsim.synthetic import make_problem
+
+    monkeypatch.setattr(setup, "_W_STAR_RISK", {})
+    calls = []
+    monkeypatch.setattr(stabsim.risk, "population_risk", lambda *a, **k: calls.append(k) or population_risk(*a, **k))
+    pb = make_problem("p4_lsq", d=10, kappa=0.15)
+    first = setup.F_star(pb, 0, m=20000)
+    assert setup.F_star(make_problem("p4_lsq", d=10, kappa=0.15), 0, m=20000) == first
+    assert len(calls) == 1
+    fresh = population_risk(np.asarray(pb.w_star_paper, float), pb, "point_lsq", m=20000, seed=0, replicate=1)
+    assert first[0] == float(fresh.value)
+    setup.F_star(pb, 1, m=20000)                                  # another seed,
+    setup.F_star(make_problem("p4_lsq", d=10, kappa=0.1), 0, m=20000)  # another problem: estimated again
+    assert len(calls) == 3
+    assert setup.F_star(make_problem("p4_lsq", d=10, kappa=0.0), 0)[1] == "exact" and len(calls) == 3
+    w, F, _, exact = setup.reference(make_problem("p4_logistic", d=10, kappa=0.4), get_loss("point_logistic"))
+    assert not exact and len(calls) == 4
+    assert setup.reference(make_problem("p4_logistic", d=10, kappa=0.4), get_loss("point_logistic"))[1] == F
+    assert len(calls) == 4
