@@ -55,7 +55,7 @@ from pathlib import Path
 from ._signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
 from .backend import BACKENDS
 from .thread_pools import configure_thread_pools
-from .resources import release_freed_memory
+from .resources import limit_malloc_arenas, release_freed_memory
 from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
                     study_index, _hint)
 
@@ -164,6 +164,7 @@ WARM_STUDIES = 5
 def cmd_run(args) -> int:
     from .builtin import load_all
 
+    limit_malloc_arenas()   # one heap for all threads: a long run keeps less memory it freed (stabsim.resources)
     load_all()  # the built-in study kinds and checks
 
     plugins = _load_plugins(args)

@@ -14,6 +14,7 @@ overrides the memory limit (for tests, or to leave room for other jobs).
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 import re
@@ -211,22 +212,43 @@ def release_freed_memory() -> bool:
     glibc keeps freed blocks below its mmap threshold (which grows up to 32 MiB with the sizes a
     process frees) for reuse, so a long ``stabsim run suite`` held 100-150 MB more between studies
     than it used (measured).  Called between studies; nothing computed depends on it."""
-    trim = _malloc_trim()
+    trim = _libc_function("malloc_trim", (ctypes.c_size_t,))
     if trim is None:
         return False
     trim(0)
     return True
 
 
+def limit_malloc_arenas(n: int = 1) -> bool:
+    """Let this process's threads share ``n`` heaps of the C allocator (glibc's ``mallopt(M_ARENA_MAX,
+    n)``), and the processes it starts too (``MALLOC_ARENA_MAX``; a value the user set is kept and
+    used here too); True if it ran, False where there is no glibc.
+
+    glibc gives threads heaps of their own (up to 8 per core); what numba's worker threads free
+    there is not handed back by ``malloc_trim`` as well as the main heap's, so a full suite's main
+    process kept about 130 MB more after P1 Table 1 than with one heap (benchmarks/README.md,
+    session 25).  The kernels allocate per replicate, not per step: sharing one heap cost no
+    measurable time (the README has the numbers).  Nothing computed depends on it.  Called by
+    ``stabsim run`` before it starts worker threads."""
+    value = os.environ.setdefault("MALLOC_ARENA_MAX", str(int(n)))
+    mallopt = _libc_function("mallopt", (ctypes.c_int, ctypes.c_int))
+    if mallopt is None or not value.isdigit():
+        return False
+    return bool(mallopt(_M_ARENA_MAX, int(value)))
+
+
+_M_ARENA_MAX = -8   # glibc's malloc.h
+
+
 @functools.cache
-def _malloc_trim():
-    """glibc's ``malloc_trim``, looked up once (``find_library`` runs ``ldconfig``), or None."""
-    import ctypes
+def _libc_function(name: str, argtypes: tuple):
+    """glibc's function ``name`` (returning an int), looked up once (``find_library`` runs
+    ``ldconfig``), or None where there is none."""
     import ctypes.util
 
     try:
-        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        fn = getattr(ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6"), name)
     except (OSError, AttributeError):
         return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+    fn.argtypes, fn.restype = list(argtypes), ctypes.c_int
+    return fn

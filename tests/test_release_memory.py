@@ -34,3 +34,40 @@ def test_freed_heap_goes_back_to_the_system():
         pytest.skip("no glibc malloc_trim here")
     assert held - base > 150          # about 250 MB freed but still held by the allocator
     assert after - base < 0.2 * (held - base)
+
+
+ARENAS = textwrap.dedent("""
+    import os, sys
+    from stabsim.resources import limit_malloc_arenas
+    ran = limit_malloc_arenas()
+    print(ran, os.environ.get("MALLOC_ARENA_MAX"))
+""")
+
+
+@pytest.mark.parametrize("user", [None, "4"])
+def test_stabsim_run_shares_one_heap_between_threads_unless_the_user_chose(user):
+    """``limit_malloc_arenas`` (called by ``stabsim run``) sets glibc's arena limit in the process
+    and, through MALLOC_ARENA_MAX, in the processes it starts; a limit the user set is kept."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "MALLOC_ARENA_MAX"}
+    if user:
+        env["MALLOC_ARENA_MAX"] = user
+    out = subprocess.run([sys.executable, "-c", ARENAS], capture_output=True, text=True, check=True, env=env).stdout
+    ran, value = out.split()
+    if ran != "True" and not sys.platform.startswith("linux"):
+        pytest.skip("no glibc mallopt here")
+    assert ran == "True"
+    assert value == (user or "1")
+
+
+def test_stabsim_run_limits_the_arenas_before_it_runs(monkeypatch, tmp_path):
+    """The CLI's ``run`` sets the limit first (before warm-up workers, the ledger process or
+    numba's threads start)."""
+    import stabsim.cli as cli
+
+    calls = []
+    monkeypatch.setattr(cli, "limit_malloc_arenas", lambda: calls.append("limit"))
+    monkeypatch.setattr("stabsim.builtin.load_all", lambda: calls.append("load"))
+    assert cli.main(["run", "no_such_study_xyz", "--out", str(tmp_path)]) != 0   # (an unknown study)
+    assert calls[:2] == ["limit", "load"]
