@@ -175,3 +175,14 @@ def test_epsilon_for_delta_covers_the_scans_exits():
     eps = pmf.get_epsilon_for_delta(1e-3)
     top = (pmf._lower_loss + pmf.size - 1) * pmf._discretization
     assert (top - eps) / pmf._discretization > _SCAN_BLOCK                  # exits in a later block
+
+
+@pytest.mark.parametrize("sd, q", [(1.0, 1.0), (1.0, 0.01)])
+def test_connect_dots_without_pessimism_is_the_librarys_privacy_buckets(sd, q):
+    """dp_accounting answers ``use_connect_dots=True, pessimistic_estimate=False`` with its privacy
+    buckets (and a warning): so does ``gaussian_pld`` (it built a pessimistic connect-the-dots pmf)."""
+    ref = pldm.from_gaussian_mechanism(sd, value_discretization_interval=1e-3, sampling_prob=q,
+                                       pessimistic_estimate=False, use_connect_dots=True)
+    ours = gaussian_pld(sd, q, 1e-3, pessimistic=False, connect_dots=True)
+    assert _pmf_state(ours._pmf_remove) == _pmf_state(ref._pmf_remove)
+    assert _pmf_state(ours._pmf_add) == _pmf_state(ref._pmf_add)

@@ -265,7 +265,9 @@ def gaussian_pld(standard_deviation, sampling_prob, interval, pessimistic=True, 
     returns for these arguments (``connect_dots`` default: when pessimistic, as there; one pmf
     when ``sampling_prob`` is 1, the remove/add pair otherwise), built with
     :class:`VectorGaussianPrivacyLoss` (and :func:`_buckets_pmf` for the privacy buckets at q = 1)."""
-    connect_dots = pessimistic if connect_dots is None else bool(connect_dots)
+    # the library builds connect-the-dots pmfs only for a pessimistic estimate (otherwise it warns and
+    # uses the privacy buckets), so an optimistic one never takes that path here either
+    connect_dots = pessimistic and (connect_dots is None or bool(connect_dots))
     build = getattr(pldm, _BUILDER, None)
     if build is None or not 0.0 < sampling_prob <= 1.0 or (not connect_dots and sampling_prob < 1.0):
         return pldm.from_gaussian_mechanism(standard_deviation, value_discretization_interval=interval,
