@@ -106,10 +106,14 @@ def _jobs_sharing_data_together(spec, jobs: list) -> list:
     chunk in hand).  The numbers do not depend on the order: a chunk is a function of its cell
     and replicates."""
     axes = _data_axes(spec)
+
+    def design(cell):
+        return tuple(repr(cell.coords[a]) for a in axes)
+
     first: dict = {}
     for i, (cell, _start, _stop, _path) in enumerate(jobs):
-        first.setdefault(tuple(repr(cell.coords[a]) for a in axes), i)
-    return sorted(jobs, key=lambda j: (first[tuple(repr(j[0].coords[a]) for a in axes)], j[1], j[2], j[0].index))
+        first.setdefault(design(cell), i)
+    return sorted(jobs, key=lambda j: (first[design(j[0])], j[1], j[2], j[0].index))
 
 
 def _metric(name, W, X, y):
