@@ -407,3 +407,45 @@ def test_pn_rows_without_derivatives_gives_the_same_sums(phi, nP, nN, scale, see
         tot, sq = pn_rows(phi, 1.5, 0.0, ap, an, True, *bufs, derivs)
         res.append(np.concatenate([[tot, sq], bufs[0], bufs[1]]))
     assert res[0].tobytes() == res[1].tobytes()
+
+
+def _pn_rows_reference(phi, q, tau, ap, an):
+    """pn_rows's general branch as a plain loop: every term added in order (rowP_i over j, rowN_j
+    over i, totsq over (i, j)), zero terms included."""
+    from stabsim.kernels.risk_kernels import phi_vd
+
+    rowP, rowN = np.zeros(len(ap)), np.zeros(len(an))
+    dP, dN = np.zeros(len(ap)), np.zeros(len(an))
+    tot = totsq = 0.0
+    for i in range(len(ap)):
+        for j in range(len(an)):
+            v, d1 = phi_vd(phi, q, tau, ap[i] - an[j])
+            rowP[i] += v
+            rowN[j] += v
+            dP[i] += d1
+            dN[j] += d1
+            totsq += v * v
+        tot += rowP[i]
+    return tot, totsq, rowP, rowN, dP, dN
+
+
+@settings(max_examples=80, deadline=None)
+@given(phi=st.integers(0, 3), tau=st.sampled_from([0.0, 0.01, 0.5]), q=st.sampled_from([1.5, 2.5]),
+       nP=st.integers(1, 9), nN=st.integers(1, 9), scale=st.sampled_from([0.1, 1.0, 30.0]),
+       seed=st.integers(0, 2**31 - 1))
+def test_pn_rows_general_branch_adds_every_term_in_order(phi, tau, q, nP, nN, scale, seed):
+    """The general branch (fast=False, or a loss without a fast form) keeps each row sum in a
+    local and, without derivatives, skips zero terms: the same bits as adding every term into the
+    arrays in order (a plain loop here), with and without derivatives."""
+    from stabsim.kernels.risk_kernels import pn_rows
+
+    rng = np.random.default_rng(seed)
+    ap, an = rng.standard_normal(nP) * scale, rng.standard_normal(nN) * scale
+    tot, sq, rowP, rowN, dP, dN = _pn_rows_reference(phi, q, tau, ap, an)
+    want = np.concatenate([[tot, sq], rowP, rowN])
+    for derivs in (True, False):
+        bufs = [np.full(nP, np.nan), np.full(nN, np.nan), np.full(nP, np.nan), np.full(nN, np.nan)]
+        got = pn_rows(phi, q, tau, ap, an, np.bool_(False), *bufs, np.bool_(derivs))
+        assert np.concatenate([got, bufs[0], bufs[1]]).tobytes() == want.tobytes()
+        if derivs:
+            assert np.concatenate([bufs[2], bufs[3]]).tobytes() == np.concatenate([dP, dN]).tobytes()

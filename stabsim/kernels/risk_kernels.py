@@ -393,6 +393,23 @@ def pn_rows(phi, q, tau, ap, an, fast, rowP, rowN, dP, dN, derivs=True):
                 totsq += v * v
             tot += rowP[i]
         return tot, totsq
+    # Without derivatives (the U-statistic): phi' is never formed (the compiler drops it), the row
+    # sum of i is kept in a local (the same additions in the same order as into rowP[i]) and a zero
+    # term (phi = 0 beyond the kink) is not added: adding +0.0 to these sums of terms >= 0 changes
+    # no bit.  The q-hinge's U-statistic (one pow per active pair) is about 10-15 % faster.
+    if not derivs:
+        for i in range(nP):
+            ai = ap[i]
+            acc = 0.0
+            for j in range(nN):
+                v, _ = phi_vd(phi, q, tau, ai - an[j])
+                if v != 0.0:
+                    acc += v
+                    rowN[j] += v
+                    totsq += v * v
+            rowP[i] = acc
+            tot += acc
+        return tot, totsq
     for i in range(nP):
         ai = ap[i]
         for j in range(nN):
