@@ -45,12 +45,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from profile_suite import CATEGORIES, OTHER, category  # noqa: E402
+from profile_suite import OTHER, category  # noqa: E402
 
 #: the innermost stabsim frame's file -> its category (first match wins)
 STABSIM_FILES = (
