@@ -2,7 +2,8 @@
 
     pip install py-spy                      # a benchmark tool only; stabsim does not need it
     stabsim run suite --out out             # first: the kernels compiled and cached
-    python benchmarks/profile_sampled.py [--quick] [--studies ID ...] [--md benchmarks/PROFILE_SAMPLED.md]
+    python benchmarks/profile_sampled.py [--quick] [--studies ID ...] [--keep DIR] [--md benchmarks/PROFILE_SAMPLED.md]
+    python benchmarks/profile_sampled.py --samples DIR      # tally samples kept with --keep again
 
 ``profile_suite.py`` (cProfile) no longer sees the kernels: the twin kernel runs in a helper
 thread that a signal can stop (``stabsim._signals.call_interruptible``), so cProfile, which follows
@@ -56,10 +57,11 @@ from profile_suite import OTHER, category  # noqa: E402
 STABSIM_FILES = (
     ("twin kernel", ("/stabsim/_signals.py", "/stabsim/kernels/twin.py")),
     ("stabsim: risk / ERM", ("stabsim/risk/", "stabsim/kernels/risk", "stabsim/kernels/allpairs")),
-    ("stabsim: P3 GIGA / regret", ("stabsim/kernels/giga", "stabsim/kernels/regret", "stabsim/p3")),
+    ("stabsim: P3 GIGA / regret", ("stabsim/kernels/giga", "stabsim/kernels/regret", "stabsim/experiments/p3_giga",
+                                   "stabsim/privacy/algorithms/p3_pairwise_giga")),
     ("stabsim: P1 Table 1 baselines", ("stabsim/baselines.py", "stabsim/kernels/baselines")),
     ("stabsim: privacy", ("stabsim/privacy/",)),
-    ("stabsim: data sampling", ("stabsim/synthetic", "stabsim/problems", "stabsim/rng.py", "stabsim/datasets")),
+    ("stabsim: data sampling", ("stabsim/synthetic", "stabsim/rng.py", "stabsim/datasets")),
     ("stabsim: other", ("stabsim/",)),
 )
 START_UP = "start-up (imports)"
@@ -119,8 +121,8 @@ def suite_ids() -> list[str]:
     return [e["id"] for e in study_index() if e["suite"]]
 
 
-def profile(ids, quick: bool, rate: int, work: Path) -> dict:
-    rows = {}
+def profile(ids, quick: bool, rate: int, work: Path) -> None:
+    """Record each study's computation and analysis into ``work/ID.compute.txt`` / ``.analyse.txt``."""
     base = [sys.executable, "-m", "stabsim.cli", "run"]
     flags = ["--no-progress", "--out", str(work / "out")] + (["--quick"] if quick else [])
     for sid in ids:
@@ -128,17 +130,21 @@ def profile(ids, quick: bool, rate: int, work: Path) -> dict:
         w1 = record(base + [sid, "--no-analyse"] + flags, work / f"{sid}.compute.txt", rate, env)
         env["STABSIM_ANALYSE_INLINE"] = "1"
         w2 = record(base + [sid] + flags, work / f"{sid}.analyse.txt", rate, env)
-        rows[sid] = {"compute": tally(work / f"{sid}.compute.txt", rate), "compute_wall": w1,
-                     "analyse": tally(work / f"{sid}.analyse.txt", rate), "analyse_wall": w2}
         print(f"{sid}: compute {w1:.1f} s, analysis {w2:.1f} s (walls of the two processes)", flush=True)
-    return rows
+
+
+def tallies(ids, rate: int, work: Path) -> dict:
+    """Per study: seconds per category of its computation and of its analysis."""
+    return {sid: {"compute": tally(work / f"{sid}.compute.txt", rate),
+                  "analyse": tally(work / f"{sid}.analyse.txt", rate)} for sid in ids}
 
 
 def _order(total: Counter) -> list[str]:
     return [k for k, _ in total.most_common()]
 
 
-def render(rows: dict, quick: bool, rate: int, wall: float) -> str:
+def render(rows: dict, quick: bool, rate: int, wall: float | None) -> str:
+    """The Markdown report; ``wall`` None: re-tallied from kept samples (no recording time)."""
     both: Counter = Counter()
     comp: Counter = Counter()
     anal: Counter = Counter()
@@ -154,7 +160,7 @@ def render(rows: dict, quick: bool, rate: int, wall: float) -> str:
              f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')}; {platform.processor() or platform.machine()}, "
              f"{os.cpu_count()} logical cores, Python {platform.python_version()}; {len(rows)} studies, each "
              f"in two processes (computation, then analysis) under py-spy at {rate} samples/s, warm numba "
-             f"cache; {wall:.0f} s in all.  See the module docstring for how samples are booked.", "",
+             f"cache; {'re-tallied from kept samples' if wall is None else f'{wall:.0f} s in all'}.  See the module docstring for how samples are booked.", "",
              "## By category (thread-seconds sampled, all studies)", "",
              "| category | computation s | analysis s | both s | share |", "|---|---|---|---|---|"]
     for k in _order(both):
@@ -185,17 +191,24 @@ def main(argv=None) -> int:
     ap.add_argument("--studies", nargs="+", help="study ids (default: every suite study)")
     ap.add_argument("--rate", type=int, default=100, help="samples per second (default 100)")
     ap.add_argument("--keep", help="keep the raw samples and outputs in this folder")
+    ap.add_argument("--samples", help="record nothing: tally the raw samples kept in this folder by --keep")
     ap.add_argument("--md", default=str(HERE / "PROFILE_SAMPLED.md"), help="where the Markdown report goes")
     args = ap.parse_args(argv)
+    ids = args.studies or suite_ids()
+    if args.samples:
+        rows = tallies(ids, args.rate, Path(args.samples))
+        Path(args.md).write_text(render(rows, args.quick, args.rate, None), encoding="utf-8")
+        print(f"wrote {args.md}")
+        return 0
     if shutil.which("py-spy") is None:
         print("py-spy is not installed: pip install py-spy (a benchmark tool; stabsim does not need it)",
               file=sys.stderr)
         return 2
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="stabsim_spy_"))
     work.mkdir(parents=True, exist_ok=True)
-    ids = args.studies or suite_ids()
     t0 = time.perf_counter()
-    rows = profile(ids, args.quick, args.rate, work)
+    profile(ids, args.quick, args.rate, work)
+    rows = tallies(ids, args.rate, work)
     Path(args.md).write_text(render(rows, args.quick, args.rate, time.perf_counter() - t0), encoding="utf-8")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

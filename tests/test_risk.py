@@ -434,9 +434,9 @@ def _pn_rows_reference(phi, q, tau, ap, an):
        nP=st.integers(1, 9), nN=st.integers(1, 9), scale=st.sampled_from([0.1, 1.0, 30.0]),
        seed=st.integers(0, 2**31 - 1))
 def test_pn_rows_general_branch_adds_every_term_in_order(phi, tau, q, nP, nN, scale, seed):
-    """The general branch (fast=False, or a loss without a fast form) keeps each row sum in a
-    local and, without derivatives, skips zero terms: the same bits as adding every term into the
-    arrays in order (a plain loop here), with and without derivatives."""
+    """The general branch (fast=False, or a loss without a fast form), with derivatives and
+    without them (where it keeps each row sum in a local and skips zero terms): the same bits as
+    adding every term into the arrays in order (a plain loop here)."""
     from stabsim.kernels.risk_kernels import pn_rows
 
     rng = np.random.default_rng(seed)
