@@ -18,6 +18,15 @@ or ``STABSIM_NO_WARMUP=1`` (the variable that turns off the suite's warm-up too)
 fails, or does not finish within ``WAIT_SECONDS``, costs nothing but its time: this process then
 compiles the kernel itself, as without a helper.  A subprocess (not ``multiprocessing``) runs
 the helper, so that the user's own script is never imported again in a child.
+
+A helper may also be given work for *later* (``start(entries, later)``): it compiles ``entries``,
+says so on its standard output, and then compiles ``later`` while the caller goes on;
+``finish`` waits for the first part only.  The twin kernel's cold start uses this for the
+general build of a fast kind's replicate, after compiling a specialised one in this process
+(``twin.replicate_address``).  A helper still compiling its later work is left to finish when
+this process exits (one compilation, into numba's on-disk cache, where the next process finds
+it); ``pending`` finds it, so that a call needing that very build waits for it instead of
+compiling something else.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 #: the folder holding the stabsim package this module belongs to
@@ -70,31 +80,63 @@ def uncached(entries) -> list:
     return todo
 
 
-def start(entries) -> subprocess.Popen | None:
-    """Start compiling the ``uncached`` part of ``entries`` in a helper process; None if nothing
-    needs it or it could not start."""
+def start(entries, later=()) -> subprocess.Popen | None:
+    """Start compiling the ``uncached`` part of ``entries`` in a helper process, then (not waited
+    for by ``finish``) that of ``later``; None if nothing needs it or it could not start."""
     from .warmup import usable_cores
 
     if os.environ.get("STABSIM_NO_WARMUP") == "1" or usable_cores() < 2:
         return None
-    todo = uncached(entries)
-    if not todo:
+    todo, todo_later = uncached(entries), uncached(later)
+    if not todo and not todo_later:
         return None
     try:
         # run from the folder holding this stabsim, so that the helper imports this very source
         # (``-m`` puts the working folder first on the path) and fills this source's cache
         proc = subprocess.Popen([sys.executable, "-m", "stabsim.warmup", "--stdin"], stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=_ROOT)
-        proc.stdin.write(pickle.dumps(todo))
+                                stdout=subprocess.PIPE if todo_later else subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, cwd=_ROOT)
+        proc.stdin.write(pickle.dumps((todo, todo_later)))
         proc.stdin.close()
     except Exception:
         return None
+    if todo_later:
+        _LATER.append((proc, todo_later))
     return proc
 
 
+#: helpers started with later work, and that work: [(process, [(module, name, [sig, ...]), ...])]
+_LATER: list = []
+
+
+def pending(module: str, name: str, sig: tuple) -> subprocess.Popen | None:
+    """A helper of this process still running that compiles ``module.name`` for ``sig`` later."""
+    for proc, todo in _LATER:
+        if proc.poll() is None and any(m == module and n == name and tuple(sig) in map(tuple, sigs)
+                                       for m, n, sigs in todo):
+            return proc
+    return None
+
+
+def _first_part(helper: subprocess.Popen, timeout: float) -> bool:
+    """Wait until ``helper`` has compiled its first part (it writes a line then) or ended; whether
+    it got there within ``timeout`` seconds."""
+    said = []
+    reader = threading.Thread(target=lambda: said.append(helper.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return bool(said and said[0]) or (helper.poll() == 0)
+
+
 def finish(helper: subprocess.Popen | None, timeout: float = WAIT_SECONDS) -> bool:
-    """Wait for ``helper`` (up to ``timeout`` seconds; then it is stopped); whether it succeeded."""
+    """Wait for ``helper`` (up to ``timeout`` seconds; then it is stopped); whether it succeeded.
+    A helper with later work is waited for until it has compiled its first part only."""
     if helper is None:
+        return False
+    if helper.stdout is not None:
+        if _first_part(helper, timeout):
+            return True
+        stop(helper)
         return False
     try:
         return helper.wait(timeout) == 0

@@ -128,20 +128,54 @@ def _fill_parallel(key, start, out, gaussian):
 
 def fill(key, start: int, out: np.ndarray, gaussian: bool) -> None:
     """Numbers start, start + 1, ... of stream ``key`` into ``out`` (1-d float64): normals or
-    uniforms; large arrays are filled on all numba threads (same numbers)."""
+    uniforms; large arrays are filled on all numba threads, small ones (under ``PYTHON_FILL_MAX``)
+    without compiled code (``_fill_python``), so that a first small data set compiles nothing:
+    the same numbers either way."""
     if out.shape[0] >= PARALLEL_FILL_MIN:
         _fill_parallel(key, np.int64(start), out, gaussian)
+    elif out.shape[0] < PYTHON_FILL_MAX:
+        _fill_python(key, int(start), out, gaussian)
     elif gaussian:
         fill_normal(key, np.int64(start), out)
     else:
         fill_uniform(key, np.int64(start), out)
 
 
+#: ``fill`` computes arrays of fewer numbers than this without compiled code (about 0.5 us a
+#: normal: 2 ms for the largest, against about 0.5 s to compile ``fill_normal`` on a fresh install)
+PYTHON_FILL_MAX = 1 << 12
+
+
+def _uniform_array(key, counters: np.ndarray) -> np.ndarray:
+    """``uniform(key, c)`` for each counter c (uint64 array) in NumPy: the same integer operations,
+    which wrap modulo 2**64 as numba's do, then the same exact scaling of a 53-bit integer."""
+    x = _mix64_array(np.uint64(key) + (counters + _ONE) * _GOLDEN)
+    return (x >> _S11).astype(np.float64) * _TWO_POW_M53
+
+
+def _fill_python(key, start: int, out: np.ndarray, gaussian: bool) -> None:
+    """``fill_uniform`` / ``fill_normal`` without compiled code.  Uniforms are exact integer
+    arithmetic in NumPy.  Normals take Box-Muller's logarithm and cosine from Python's ``math``,
+    which calls the C library's ``log`` and ``cos``, the functions numba's compiled ``math.log``
+    and ``math.cos`` call: NumPy's own vectorised versions may round differently, so they are
+    not used (tests/test_rng_fill.py compares them with the compiled fillers, bit for bit)."""
+    m = out.shape[0]
+    c = np.arange(m, dtype=np.uint64) + np.uint64(start)
+    if not gaussian:
+        out[:] = _uniform_array(key, c)
+        return
+    u1 = (1.0 - _uniform_array(key, np.uint64(2) * c)).tolist()
+    u2 = _uniform_array(key, np.uint64(2) * c + _ONE).tolist()
+    two_pi = 2.0 * math.pi
+    out[:] = [math.sqrt(-2.0 * math.log(a)) * math.cos(two_pi * b) for a, b in zip(u1, u2)]
+
+
 # ---- Python-side conveniences (not used inside kernels) ---------------------------------
 
 def key(seed: int, replicate: int, stream: int) -> np.uint64:
-    """``stream_key`` with argument checking, for Python callers."""
-    return np.uint64(stream_key(_seed(seed), np.int64(replicate), np.int64(stream)))
+    """``stream_key`` with argument checking, for Python callers (computed by ``keys``: nothing
+    to compile)."""
+    return keys(seed, np.array([replicate]), stream)[0]
 
 
 def keys(seed: int, replicates: np.ndarray, stream: int) -> np.ndarray:

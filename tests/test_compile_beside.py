@@ -22,6 +22,11 @@ from stabsim.jit import njit
 @njit(cache=True)
 def f(x):
     return 2.0 * x + 1.0
+
+
+@njit(cache=True)
+def g(x):
+    return 3.0 * x
 """
 
 SCRIPT = """
@@ -56,6 +61,17 @@ class Listener(event.Listener):
 event.register("numba:compile", Listener())
 assert beside_target.f(1.5) == 4.0
 assert compiled == [], compiled                                 # loaded from the helper's cache entry
+# later work: finish waits for the first part only; the helper compiles the rest meanwhile
+sig_i = (types.int64,)
+helper = cb.start([("beside_target", "f", [sig_i])], [("beside_target", "g", [sig])])
+assert cb.finish(helper)
+assert cb.in_cache(beside_target.f, sig_i)
+assert cb.pending("beside_target", "g", sig) in (helper, None)   # None once the helper is done
+assert cb.pending("beside_target", "f", sig) is None              # not its later work
+assert helper.wait(120) == 0 and cb.pending("beside_target", "g", sig) is None
+assert cb.in_cache(beside_target.g, sig)
+assert beside_target.g(2.0) == 6.0
+assert compiled == [], compiled
 print("ok")
 """
 
@@ -82,7 +98,8 @@ def test_address_for_starts_a_helper_only_for_a_callee_it_compiles(monkeypatch, 
     calls = []
     helper = object()
     monkeypatch.setattr(compile_beside, "cached", lambda d, sig: calls.append(("cached", sig)) or cached)
-    monkeypatch.setattr(compile_beside, "start", lambda entries: calls.append(("start", entries)) or helper)
+    monkeypatch.setattr(compile_beside, "start",
+                        lambda entries, later: calls.append(("start", entries)) or calls.append(("later", later)) or helper)
     monkeypatch.setattr(compile_beside, "finish", lambda h: calls.append(("finish", h)))
     monkeypatch.setattr(compile_beside, "stop", lambda h: calls.append(("stop", h)))
 
@@ -110,8 +127,8 @@ def test_address_for_starts_a_helper_only_for_a_callee_it_compiles(monkeypatch, 
     if cached:
         assert steps == ["cached", "compile", "finish"] and calls[-1] == ("finish", None)
     else:
-        assert calls[1] == ("start", [("m", "kernel", [want[:2]])])
-        assert steps == ["cached", "start", "compile", "stop" if fails else "finish"]
+        assert calls[1] == ("start", [("m", "kernel", [want[:2]])]) and calls[2] == ("later", ())
+        assert steps == ["cached", "start", "later", "compile", "stop" if fails else "finish"]
         assert calls[-1][1] is helper
 
 

@@ -46,3 +46,19 @@ def test_array_keys_and_randints_are_the_compiled_generators(seed, reps, stream,
     ints = rng.randints(got, counter, n)
     assert ints.dtype == np.int64
     assert np.array_equal(ints, [rng.randint(np.uint64(k), np.int64(counter), np.int64(n)) for k in got])
+    if len(reps):
+        one = rng.key(seed, int(reps[0]), stream)   # the scalar form, for Python callers
+        assert isinstance(one, np.uint64) and one == want[0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(size=st.integers(0, rng.PYTHON_FILL_MAX - 1), start=st.integers(0, 2 ** 60),
+       seed=st.integers(0, 2 ** 63 - 1), gaussian=st.booleans())
+def test_small_arrays_are_filled_without_compiled_code_and_with_the_same_bits(size, start, seed, gaussian):
+    """``fill`` computes small arrays in NumPy and Python's ``math`` (nothing to compile for a first
+    small data set): the compiled fillers' numbers, bit for bit (counters up to 2**61)."""
+    key = rng.key(seed, 5, rng.STREAM_DATA)
+    compiled, filled = np.empty(size), np.empty(size)
+    (rng.fill_normal if gaussian else rng.fill_uniform)(key, np.int64(start), compiled)
+    rng.fill(key, start, filled, gaussian)
+    np.testing.assert_array_equal(filled.view(np.int64), compiled.view(np.int64))

@@ -82,7 +82,7 @@ def caller_beside(module: str, name: str):
     return lambda argtypes: [(module, name, [(types.int64,) + tuple(argtypes)])]
 
 
-def address_for(dispatcher, args: tuple, callee_types, beside=None) -> int:
+def address_for(dispatcher, args: tuple, callee_types, beside=None, later=None) -> int:
     """``native_address(dispatcher, callee_types(types of args))``, looked up by the arguments'
     numba fingerprints (numba's own dispatch key, computed in C: about 4 us for 31 arguments,
     against about 140 us for their types and the callee's signature; same fingerprint, same
@@ -91,7 +91,9 @@ def address_for(dispatcher, args: tuple, callee_types, beside=None) -> int:
     ``beside``: None, or a function of the argument types returning the (module, name,
     signatures) the caller compiles next; when the callee has to be compiled (not in numba's
     on-disk cache either), those are compiled meanwhile in a helper process
-    (``stabsim.compile_beside``), and this call returns once the helper is done."""
+    (``stabsim.compile_beside``), and this call returns once the helper is done with them.
+    ``later``: None, or such a function for what the helper compiles after that, in the
+    background (not waited for)."""
     try:
         key = (dispatcher, tuple(map(compute_fingerprint, args)))
     except Exception:   # a value numba fingerprints only through typeof: no shortcut
@@ -102,7 +104,7 @@ def address_for(dispatcher, args: tuple, callee_types, beside=None) -> int:
         want = tuple(callee_types(argtypes))
         helper = None
         if beside is not None and not compile_beside.cached(dispatcher, want):
-            helper = compile_beside.start(beside(argtypes))
+            helper = compile_beside.start(beside(argtypes), later(argtypes) if later is not None else ())
         try:
             addr = native_address(dispatcher, want)
             compile_beside.finish(helper)

@@ -35,7 +35,7 @@ import numpy as np
 from numba import float64
 
 from ..backend import cuda_module, simulator_enabled
-from .twin import _CPU_REPLICATES, GENERAL, N_REC, build_replicate, call_setup, twin_layout
+from .twin import _CPU_REPLICATES, GENERAL, N_REC, build_replicate, call_setup, spec_of, twin_layout
 
 # imported here, not on ``import stabsim`` (this module is imported only when a GPU run is asked
 # for); a module global, as numba's simulator expects of the ``cuda`` a kernel refers to
@@ -237,9 +237,7 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
     spec = None
     per_thread = kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P
     if specialised_build(R, T, per_thread):
-        spec = (int(form), int(ckind), int(noise), int(avg_lag), int(bool(has_ref)), int(bool(rec_out)))
-        if per_thread:
-            spec += (int(p),)
+        spec = spec_of(form, ckind, noise, avg_lag, has_ref, rec_out, p if per_thread else None)
     local = spec is not None and len(spec) == 7   # per-thread iterates (_local_kernel)
     per = bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows, local)
     size = max_chunk(per) if chunk is None else max(1, int(chunk))
