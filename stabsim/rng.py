@@ -128,22 +128,40 @@ def _fill_parallel(key, start, out, gaussian):
 
 def fill(key, start: int, out: np.ndarray, gaussian: bool) -> None:
     """Numbers start, start + 1, ... of stream ``key`` into ``out`` (1-d float64): normals or
-    uniforms; large arrays are filled on all numba threads, small ones (under ``PYTHON_FILL_MAX``)
-    without compiled code (``_fill_python``), so that a first small data set compiles nothing:
-    the same numbers either way."""
+    uniforms; large arrays are filled on all numba threads.  Small ones (under ``PYTHON_FILL_MAX``)
+    are filled without compiled code (``_fill_python``) as long as the compiled filler is neither
+    compiled in this process nor in numba's on-disk cache, so that a first small data set on a
+    fresh install compiles nothing: the same numbers either way."""
+    filler = fill_normal if gaussian else fill_uniform
     if out.shape[0] >= PARALLEL_FILL_MIN:
         _fill_parallel(key, np.int64(start), out, gaussian)
-    elif out.shape[0] < PYTHON_FILL_MAX:
+    elif out.shape[0] < PYTHON_FILL_MAX and not _compiled(filler, out):
         _fill_python(key, int(start), out, gaussian)
-    elif gaussian:
-        fill_normal(key, np.int64(start), out)
     else:
-        fill_uniform(key, np.int64(start), out)
+        filler(key, np.int64(start), out)
 
 
-#: ``fill`` computes arrays of fewer numbers than this without compiled code (about 0.5 us a
-#: normal: 2 ms for the largest, against about 0.5 s to compile ``fill_normal`` on a fresh install)
+#: ``fill`` computes arrays of fewer numbers than this without compiled code when its compiled
+#: filler is not at hand (about 0.5 us a normal, so 2 ms for the largest, against about 0.5 s to
+#: compile ``fill_normal`` on a fresh install and about 20 ns a normal compiled)
 PYTHON_FILL_MAX = 1 << 12
+#: per (filler, array type): whether numba's on-disk cache holds it (read once per process)
+_ON_DISK: dict = {}
+
+
+def _compiled(filler, out: np.ndarray) -> bool:
+    """Whether ``filler`` for ``out`` is compiled in this process or in numba's on-disk cache."""
+    if filler.signatures:
+        return True
+    key = (filler, out.dtype, out.ndim, out.flags.c_contiguous)
+    if key not in _ON_DISK:
+        from numba import typeof
+        from numba.core import types
+
+        from .compile_beside import cached
+
+        _ON_DISK[key] = cached(filler, (types.uint64, types.int64, typeof(out)))
+    return _ON_DISK[key]
 
 
 def _uniform_array(key, counters: np.ndarray) -> np.ndarray:

@@ -288,10 +288,13 @@ def _main(argv=None) -> int:
     ap.add_argument("--into", metavar="FILE", help="where --used-by writes")
     args = ap.parse_args(argv)
     if args.used_by or args.record:
-        # record the general builds the suite's runs use, not a cold start's specialised ones
+        # record the kernels the suite's runs use when they are compiled, not what a cold start
+        # does instead (a specialised replicate, small data sets drawn without compiled code)
+        from . import rng
         from .kernels import twin
 
         twin.SPECIALISE_COLD = False
+        rng.PYTHON_FILL_MAX = 0
     if args.used_by:
         from .cli import main as cli
 

@@ -6,7 +6,7 @@ numbers bit for bit, and a compiled general build must be used whenever there is
 import numpy as np
 import pytest
 
-from stabsim import compile_beside, run_twin, warmup
+from stabsim import compile_beside, rng, run_twin, warmup
 from stabsim.kernels import native_call, twin
 
 RECORDED = ("dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path")
@@ -81,9 +81,11 @@ def test_a_call_waits_for_the_general_build_a_helper_is_compiling(monkeypatch):
 
 def test_the_warm_up_records_the_general_builds(monkeypatch, tmp_path):
     """``python -m stabsim.warmup --used-by`` / ``--record`` run studies to record the kernels they
-    use; a cold start there would record specialised builds the warm-up cannot name."""
+    use; a cold start there would record specialised builds the warm-up cannot name, and no
+    compiled data filler at all."""
     seen = []
-    monkeypatch.setattr("stabsim.cli.main", lambda argv: seen.append(twin.SPECIALISE_COLD) or 0)
+    monkeypatch.setattr("stabsim.cli.main", lambda argv: seen.append((twin.SPECIALISE_COLD, rng.PYTHON_FILL_MAX)) or 0)
     monkeypatch.setattr(twin, "SPECIALISE_COLD", True)
+    monkeypatch.setattr(rng, "PYTHON_FILL_MAX", rng.PYTHON_FILL_MAX)
     assert warmup._main(["--used-by", "p1_thm4_gen", "--into", str(tmp_path / "used.pkl")]) == 0
-    assert seen == [False]
+    assert seen == [(False, 0)]

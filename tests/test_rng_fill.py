@@ -60,5 +60,21 @@ def test_small_arrays_are_filled_without_compiled_code_and_with_the_same_bits(si
     key = rng.key(seed, 5, rng.STREAM_DATA)
     compiled, filled = np.empty(size), np.empty(size)
     (rng.fill_normal if gaussian else rng.fill_uniform)(key, np.int64(start), compiled)
-    rng.fill(key, start, filled, gaussian)
+    rng._fill_python(key, start, filled, gaussian)
     np.testing.assert_array_equal(filled.view(np.int64), compiled.view(np.int64))
+
+
+def test_fill_takes_the_python_path_only_while_the_compiled_filler_is_not_at_hand(monkeypatch):
+    key = rng.key(1, 2, rng.STREAM_DATA)
+    want = np.empty(100)
+    rng.fill_normal(key, np.int64(9), want)
+    calls = []
+    monkeypatch.setattr(rng, "fill_normal", lambda *a: calls.append("compiled"))
+    monkeypatch.setattr(rng, "_fill_python", lambda *a: calls.append("python"))
+    for at_hand in (False, True):
+        monkeypatch.setattr(rng, "_compiled", lambda filler, out: at_hand)
+        rng.fill(key, 9, np.empty(100), True)
+    rng.fill(key, 9, np.empty(rng.PYTHON_FILL_MAX), True)   # (too large for the Python path)
+    assert calls == ["python", "compiled", "compiled"]
+    monkeypatch.undo()
+    assert rng._compiled(rng.fill_normal, want)   # compiled in this process above
