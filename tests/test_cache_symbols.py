@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHILD = """
 import sys, numpy as np
 from stabsim import run_twin
+from stabsim.kernels import twin
+twin.SPECIALISE_COLD = False   # the general builds, which the warm-up's workers compile for the suite
 rng = np.random.default_rng(0)
 X = rng.standard_normal((30, 3)); y = np.where(rng.random(30) < .5, 1.0, -1.0); y[:2] = [1, -1]
 KW = {"pair": dict(algorithm="sgd_pair", loss="auc_hinge"),

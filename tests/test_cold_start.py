@@ -3,31 +3,92 @@ numba's on-disk cache, runs a build specialised to the call's configuration
 (``stabsim.kernels.twin.replicate_address``, issue #17 item 1): it must give the general build's
 numbers bit for bit, and a compiled general build must be used whenever there is one."""
 
+import json
+import os
+import sys
+from pathlib import Path
+
+import early_children
 import numpy as np
 import pytest
 
 from stabsim import compile_beside, rng, run_twin, warmup
 from stabsim.kernels import native_call, twin
 
-RECORDED = ("dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path")
+ROOT = Path(__file__).resolve().parent.parent
 
-#: (id, run_twin keywords, kernel kind): each fast kind, with the codes a specialisation fixes
-#: varied between them (loss form, constraint, noise mode, output lag, reference point, outputs)
-CASES = [
-    ("p1_alg1-hinge-l2", dict(algorithm="p1_alg1", loss="auc_hinge", constraint="l2:0.5"), twin.FAST_PREVIOUS),
-    ("sgd_pair-noise-ref-outputs", dict(algorithm="sgd_pair", loss="auc_logistic", sigma=0.3, record_outputs=True,
-                                        w_ref=np.array([0.1, -0.2, 0.3])), twin.FAST_PAIR),
-    ("p4_alg1-independent-noise", dict(algorithm="p4_alg1", loss="point_logistic", sigma=0.5, constraint="l2:2",
-                                       independent_noise=True), twin.FAST_POINT),
-]
+#: From an empty cache (no helper): each case run cold, which must take a specialised build of
+#: its kind and compile no general one, then with ``SPECIALISE_COLD`` off, which compiles the
+#: general build; the recorded numbers compared bit for bit.  The cases: each fast kind, with
+#: the codes a specialisation fixes varied between them (loss form, constraint, noise mode,
+#: output lag, reference point, recorded outputs).
+CHILD = """
+import json, sys
+import numpy as np
+from stabsim import run_twin
+from stabsim.kernels import native_call, twin
+
+RECORDED = ("dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path", "output")
+CASES = {"p1_alg1-hinge-l2": (dict(algorithm="p1_alg1", loss="auc_hinge", constraint="l2:0.5"), twin.FAST_PREVIOUS),
+         "sgd_pair-noise-ref-outputs": (dict(algorithm="sgd_pair", loss="auc_logistic", sigma=0.3, record_outputs=True,
+                                             w_ref=np.array([0.1, -0.2, 0.3])), twin.FAST_PAIR),
+         "p4_alg1-independent-noise": (dict(algorithm="p4_alg1", loss="point_logistic", sigma=0.5, constraint="l2:2",
+                                            independent_noise=True), twin.FAST_POINT)}
+r = np.random.default_rng(0)
+X = r.standard_normal((24, 3)); y = np.where(r.random(24) < 0.5, 1.0, -1.0); y[:2] = [1.0, -1.0]
+report = {}
+for name, (kw, kind) in CASES.items():
+    run = lambda: run_twin(X, y, replicates=5, T=200, seed=7, eta=0.05, neighbour="flip", progress=False, **kw)
+    before = twin._specialised.cache_info().currsize
+    cold = run()
+    specs = [list(k[1]) for k in twin._CHOSEN if k[0] == kind]
+    general_compiled_cold = len(twin._CPU_REPLICATES[kind].signatures)
+    twin.SPECIALISE_COLD = False
+    twin._CHOSEN.clear(); native_call._ADDRESSES.clear()
+    general = run()
+    twin.SPECIALISE_COLD = True
+    names = [n for n in RECORDED if n in general]
+    report[name] = {"kind": kind, "specs": specs, "built": twin._specialised.cache_info().currsize - before,
+                    "general_compiled_cold": general_compiled_cold,
+                    "general_compiled_after": len(twin._CPU_REPLICATES[kind].signatures),
+                    "equal": {n: bool(np.array_equal(cold[n].values.view(np.int64), general[n].values.view(np.int64)))
+                              for n in names}}
+json.dump(report, open(sys.argv[1], "w"))
+"""
+
+#: started when the session starts (tests/early_children.py)
+EARLY_CHILDREN = ("cold",)
+
+
+def early_child(key, folder):
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(folder / "cache"), "STABSIM_NO_WARMUP": "1",
+           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    env.pop("STABSIM_NUMBA_CACHE_AUTO", None)
+    return [sys.executable, "-c", CHILD, str(folder / "cold.json")], env
+
+
+def test_a_cold_start_runs_the_specialised_build_with_the_same_numbers(tmp_path):
+    done, folder = early_children.results(sys.modules[__name__], tmp_path)
+    assert done["cold"].returncode == 0, done["cold"].stderr[-3000:]
+    report = json.loads((folder / "cold.json").read_text())
+    assert {case["kind"] for case in report.values()} == {twin.FAST_PREVIOUS, twin.FAST_PAIR, twin.FAST_POINT}
+    for name, case in report.items():
+        assert case["built"] == 1 and len(case["specs"]) == 1, (name, case)
+        assert len(case["specs"][0]) == 7 and case["specs"][0][6] == 3, (name, case)   # p = d = 3
+        assert case["general_compiled_cold"] == 0 and case["general_compiled_after"] == 1, (name, case)
+        assert case["equal"] and all(case["equal"].values()), (name, case["equal"])
+    assert "output" in report["sgd_pair-noise-ref-outputs"]["equal"]
 
 
 def _run(kw):
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((24, 3))
-    y = np.where(rng.random(24) < 0.5, 1.0, -1.0)
+    r = np.random.default_rng(0)
+    X = r.standard_normal((24, 3))
+    y = np.where(r.random(24) < 0.5, 1.0, -1.0)
     y[:2] = [1.0, -1.0]
     return run_twin(X, y, replicates=5, T=200, seed=7, eta=0.05, neighbour="flip", progress=False, **kw)
+
+
+P1_ALG1 = dict(algorithm="p1_alg1", loss="auc_hinge", constraint="l2:0.5")
 
 
 def _fresh_lookups(monkeypatch):
@@ -37,32 +98,14 @@ def _fresh_lookups(monkeypatch):
     monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
 
 
-@pytest.mark.parametrize("case, kind", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_a_cold_start_runs_the_specialised_build_with_the_same_numbers(case, kind, monkeypatch):
-    general = _run(case)          # the general build (compiled by the test session's warm-up)
-    _fresh_lookups(monkeypatch)
-    real_cached = compile_beside.cached
-    monkeypatch.setattr(compile_beside, "cached",   # as on a fresh install: no general build anywhere
-                        lambda disp, sig: False if disp in twin._CPU_REPLICATES else real_cached(disp, sig))
-    built = []
-    real_specialised = twin._specialised
-    monkeypatch.setattr(twin, "_specialised", lambda k, spec: built.append((k, spec)) or real_specialised(k, spec))
-    cold = _run(case)
-    assert built and all(k == kind and len(spec) == 7 and spec[6] == 3 for k, spec in built), built
-    for name in RECORDED + (("output",) if "output" in general else ()):
-        np.testing.assert_array_equal(cold[name].values.view(np.int64), general[name].values.view(np.int64),
-                                      err_msg=name)
-
-
 def test_a_compiled_general_build_is_used(monkeypatch):
     _fresh_lookups(monkeypatch)
     monkeypatch.setattr(twin, "_specialised", lambda k, spec: pytest.fail("specialised a warm kind"))
-    case = CASES[0][1]
-    _run(case)
+    _run(P1_ALG1)   # (the test session's warm-up compiled the general builds)
     _fresh_lookups(monkeypatch)
     monkeypatch.setattr(twin, "SPECIALISE_COLD", False)   # (the warm-up's recording) never specialises
     monkeypatch.setattr(compile_beside, "cached", lambda disp, sig: False)
-    _run(case)
+    _run(P1_ALG1)
 
 
 def test_a_call_waits_for_the_general_build_a_helper_is_compiling(monkeypatch):
@@ -75,7 +118,7 @@ def test_a_call_waits_for_the_general_build_a_helper_is_compiling(monkeypatch):
                         lambda module, name, sig: helper if name == f"_CPU_REPLICATES[{twin.FAST_PREVIOUS}]" else None)
     monkeypatch.setattr(compile_beside, "finish", lambda h, timeout=None: h is None or waited.append(h) or True)
     monkeypatch.setattr(twin, "_specialised", lambda k, spec: pytest.fail("specialised while the general build comes"))
-    _run(CASES[0][1])
+    _run(P1_ALG1)
     assert waited == [helper]
 
 

@@ -91,12 +91,13 @@ def test_no_function_compiled_without_reference_counting_returns_an_array(tmp_pa
     found = json.loads(out.read_text())
     names = {name for name, _, _ in found}
     # the context reached what it should: the replicates, their callees, P2's and GIGA's helpers
+    # (the fast kind's cold call compiles its replicate specialised: replicate_kind2_<constants>)
     for expected in ("stabsim.kernels.twin.replicate_kind3", "stabsim.kernels.twin._general_step",
                      "stabsim.kernels.twin._pair", "stabsim.kernels.allpairs.allpairs_grad",
                      "stabsim.kernels.twin.replicate_kind2", "stabsim.kernels.p2_removal.full_grad",
                      "stabsim.kernels.giga._lhat", "stabsim.kernels.giga.ball_point",
                      "stabsim.kernels.giga._giga_replicate"):
-        assert expected in names, sorted(names)
+        assert any(n == expected or n.startswith(expected + "_") for n in names), (expected, sorted(names))
     assert not any(t.startswith("stabsim.kernels.twin._twin_kernel") for t in names)   # it allocates
     arrays = [(name, ret) for name, ret, is_array in found if is_array]
     assert arrays == [], arrays
