@@ -145,6 +145,15 @@ def finish(helper: subprocess.Popen | None, timeout: float = WAIT_SECONDS) -> bo
         return False
 
 
+def wait_for(helper: subprocess.Popen, timeout: float = WAIT_SECONDS) -> bool:
+    """Wait for ``helper`` to end, later work included (``pending``); whether it succeeded in
+    ``timeout`` seconds (a helper still running then is left to go on)."""
+    try:
+        return helper.wait(timeout) == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
 def stop(helper: subprocess.Popen | None) -> None:
     """Stop ``helper`` (an interrupted call: its work is not waited for)."""
     if helper is not None and helper.poll() is None:

@@ -116,7 +116,7 @@ def test_a_call_waits_for_the_general_build_a_helper_is_compiling(monkeypatch):
     waited = []
     monkeypatch.setattr(compile_beside, "pending",
                         lambda module, name, sig: helper if name == f"_CPU_REPLICATES[{twin.FAST_PREVIOUS}]" else None)
-    monkeypatch.setattr(compile_beside, "finish", lambda h, timeout=None: h is None or waited.append(h) or True)
+    monkeypatch.setattr(compile_beside, "wait_for", lambda h, timeout=None: waited.append(h) or True)
     monkeypatch.setattr(twin, "_specialised", lambda k, spec: pytest.fail("specialised while the general build comes"))
     _run(P1_ALG1)
     assert waited == [helper]

@@ -68,7 +68,7 @@ assert cb.finish(helper)
 assert cb.in_cache(beside_target.f, sig_i)
 assert cb.pending("beside_target", "g", sig) in (helper, None)   # None once the helper is done
 assert cb.pending("beside_target", "f", sig) is None              # not its later work
-assert helper.wait(120) == 0 and cb.pending("beside_target", "g", sig) is None
+assert cb.wait_for(helper, 120) and cb.pending("beside_target", "g", sig) is None
 assert cb.in_cache(beside_target.g, sig)
 assert beside_target.g(2.0) == 6.0
 assert compiled == [], compiled
