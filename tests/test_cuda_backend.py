@@ -18,7 +18,9 @@ import subprocess
 import sys
 import types
 import warnings
+from pathlib import Path
 
+import early_children
 import numpy as np
 import pytest
 
@@ -99,6 +101,44 @@ SPECIALISED = {"p4_alg1-noise-outputs": (dict(algorithm="p4_alg1", loss="point_l
                "p1_buffer-s3": (dict(CASES)["p1_buffer-s3"], 6)}
 
 
+#: a fast kind's configuration built with per-thread iterates (``test_per_thread_iterates...``)
+PER_THREAD = dict(algorithm="p4_alg1", loss="point_logistic", sigma=0.5, constraint="l2:2")   # p = d = 3
+
+
+def compile_specialised_builds():
+    """The early child's work: run the specialised builds the tests below run, so that numba's
+    on-disk cache holds their CPU compilations (the simulator runs the CPU-compiled replicate)."""
+    import stabsim.kernels.twin_cuda as tc
+
+    tc.SPECIALIZE = True
+    for case, _ in SPECIALISED.values():
+        _run(case, "cuda")
+    _run(PER_THREAD, "cuda", R=6)
+
+
+#: In the simulator each specialised build is a CPU compilation of about 20-40 s from an empty
+#: cache: a child started with the session (tests/early_children.py) compiles them into the
+#: session's cache on the otherwise idle core, and the tests that run them wait for it.  Not on a
+#: GPU, where the builds are compiled for the device in each process.
+EARLY_CHILDREN = () if ON_GPU else ("specialised",)
+
+
+def early_child(key, folder):
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); " \
+           "import test_cuda_backend; test_cuda_backend.compile_specialised_builds()"
+    return [sys.executable, "-c", code], {**os.environ, "STABSIM_NO_WARMUP": "1"}
+
+
+@pytest.fixture(scope="module")
+def specialised_builds_cached(tmp_path_factory):
+    """The early child has compiled the specialised builds into numba's cache (or failed: then
+    its error is this fixture's)."""
+    if EARLY_CHILDREN:
+        done, _ = early_children.results(sys.modules[__name__], tmp_path_factory.mktemp("early"))
+        assert done["specialised"].returncode == 0, done["specialised"].stderr[-3000:]
+
+
+@pytest.mark.usefixtures("specialised_builds_cached")
 @pytest.mark.parametrize("case_id", sorted(SPECIALISED))
 def test_a_specialised_build_gives_the_same_numbers(case_id, monkeypatch):
     """``twin_cuda.SPECIALIZE``: the loss form, constraint, noise mode and output rule become
@@ -328,6 +368,7 @@ def test_arrays_reach_the_device_with_canonical_strides(monkeypatch):
         assert a.flags.c_contiguous and (a.size == 0 or 0 not in a.strides), (a.shape, a.strides)
 
 
+@pytest.mark.usefixtures("specialised_builds_cached")
 def test_per_thread_iterates_allocate_no_global_iterates(monkeypatch):
     """A build with per-thread iterates keeps W, g, acc, nz, dx and the norms in per-thread
     arrays: their global scratch gets room for one replicate (for the kernel's argument types),
@@ -338,8 +379,7 @@ def test_per_thread_iterates_allocate_no_global_iterates(monkeypatch):
     real = tc.cuda.device_array
     monkeypatch.setattr(tc.cuda, "device_array", lambda shape, dtype=np.float64: shapes.append(shape) or real(shape, dtype))
     monkeypatch.setattr(tc, "SPECIALIZE", True)
-    kw = dict(algorithm="p4_alg1", loss="point_logistic", sigma=0.5, constraint="l2:2")   # p = d = 3
-    gpu, cpu = _run(kw, "cuda", R=6), _run(kw, "cpu", R=6)
+    gpu, cpu = _run(PER_THREAD, "cuda", R=6), _run(PER_THREAD, "cpu", R=6)
     _assert_agree(cpu, gpu)
     assert (2, 2, 3, 1) in shapes and (2, 2, 3, 6) not in shapes   # W: room for one replicate
     assert (2, 3, 1) in shapes and (2, 1) in shapes                   # g, acc, nz; the norms
