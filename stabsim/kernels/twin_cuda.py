@@ -35,7 +35,7 @@ import numpy as np
 from numba import float64
 
 from ..backend import cuda_module, simulator_enabled
-from .twin import _CPU_REPLICATES, GENERAL, N_REC, build_replicate, call_setup, spec_of, twin_layout
+from .twin import _CPU_REPLICATES, GENERAL, _specialised, N_REC, build_replicate, call_setup, spec_of, twin_layout
 
 # imported here, not on ``import stabsim`` (this module is imported only when a GPU run is asked
 # for); a module global, as numba's simulator expects of the ``cuda`` a kernel refers to
@@ -94,8 +94,9 @@ def cuda_kernel(kind: int, spec: tuple | None = None):
     with per-thread iterates of that size (``LOCAL_MAX_P``)."""
     if simulator_enabled():
         # the CPU kernel's own replicate (it also polls ``stop``, which the launch leaves at 0):
-        # compiled once for both backends; a specialised build has its own constants
-        replicate = _on_simulated_arrays(_CPU_REPLICATES[kind] if spec is None else build_replicate(kind, False, spec))
+        # compiled once for both backends; a specialised build is the CPU's cold-start build of
+        # the same constants (``twin._specialised``: the CPU pipeline, without reference counting)
+        replicate = _on_simulated_arrays(_CPU_REPLICATES[kind] if spec is None else _specialised(kind, spec))
     else:
         replicate = build_replicate(kind, False, spec)
 
