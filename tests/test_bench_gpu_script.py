@@ -28,7 +28,7 @@ def smoke_run(folder):
 
 
 #: In the simulator the smoke run's --tune compiles the specialised builds of P1 Alg. 1 for the
-#: CPU (about 40 s from an empty cache): a child started with the session (tests/early_children.py)
+#: CPU (20-40 s from an empty cache): a child started with the session (tests/early_children.py)
 #: does the same run first, on the otherwise idle core, so that the test loads them from numba's
 #: cache.  Not on a GPU, where the builds are compiled for the device in each process.
 EARLY_CHILDREN = () if ON_GPU else ("smoke",)

@@ -116,7 +116,7 @@ def compile_specialised_builds():
     _run(PER_THREAD, "cuda", R=6)
 
 
-#: In the simulator each specialised build is a CPU compilation of about 20-40 s from an empty
+#: In the simulator each specialised build is a CPU compilation of about 10-40 s from an empty
 #: cache: a child started with the session (tests/early_children.py) compiles them into the
 #: session's cache on the otherwise idle core, and the tests that run them wait for it.  Not on a
 #: GPU, where the builds are compiled for the device in each process.
