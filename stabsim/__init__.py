@@ -16,12 +16,32 @@ configure_numba_cache()  # before any kernel compiles: numba's cache follows the
 spread_function_ids()  # symbols that no other process's cache entries can share (_cache, "Symbols")
 serialize_cache_saves()  # no two processes' cache entries mixed in one index (_cache, "Saves")
 
-from .algorithms import ALGORITHMS, get_algorithm  # noqa: E402
-from .constraints import get_constraint  # noqa: E402
-from .synthetic import make_problem  # noqa: E402
-from .losses import LOSSES, get_loss  # noqa: E402
-from .neighbours import Neighbour  # noqa: E402
-from .twin import log_checkpoints, run_twin  # noqa: E402
+# The public names are imported on first use (PEP 562), so that a process that needs only a
+# kernel module (the helper that compiles beside a cold call, ``stabsim.compile_beside``; a
+# warm-up worker) does not import xarray and pandas with the package (about 0.3 s).
+_PUBLIC = {"ALGORITHMS": "algorithms", "get_algorithm": "algorithms", "get_constraint": "constraints",
+           "make_problem": "synthetic", "LOSSES": "losses", "get_loss": "losses", "Neighbour": "neighbours",
+           "log_checkpoints": "twin", "run_twin": "twin"}
 
-__all__ = ["ALGORITHMS", "LOSSES", "Neighbour", "get_algorithm", "get_constraint", "get_loss",
-           "log_checkpoints", "make_problem", "run_twin", "__version__"]
+__all__ = sorted(_PUBLIC) + ["__version__"]
+
+
+def __getattr__(name: str):
+    """A public name (``_PUBLIC``), or a submodule not imported yet (``stabsim.twin`` after a bare
+    ``import stabsim``), imported now."""
+    from importlib import import_module
+
+    if name in _PUBLIC:
+        value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    try:
+        return import_module(f".{name}", __name__)
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":   # a submodule's own missing import
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))

@@ -429,6 +429,13 @@ def build_replicate(KIND, POLL, SPEC=None):
     SPECIALISED = SPEC is not None
     S_FORM, S_CKIND, S_NOISE, S_LAG, S_REF, S_RECOUT, S_P = \
         (0,) * 7 if SPEC is None else tuple(int(v) for v in SPEC) + (0,) * (7 - len(SPEC))
+    # The codes the callees compiled apart (not inlined: _record, linear_pair_value, point_coef,
+    # _general_step, _grad) see.  A specialised CPU build hands them the run-time codes, so that
+    # they keep the general build's signatures and are loaded from the cache (or from the helper
+    # compiling beside a cold call, ``_late_callees``) instead of compiled again for literal
+    # constants (about 0.55 s for _record alone); their numbers are the same either way.  The
+    # device build hands them the constants (its callees are compiled with it, pruned too).
+    APART_CONSTANTS = SPEC is not None and not POLL
 
     # Compiled (at the end) under its own name (see _own_name), on the CPU with parallel=True
     # and no prange: the parallel pipeline's IR clean-up makes faster code (pipeline.py: P1 Alg. 1
@@ -436,6 +443,10 @@ def build_replicate(KIND, POLL, SPEC=None):
     def replicate(r, X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                   T, etas, es, omegas, os_, lag, noise, sigma, has_ref, wref, W0, ckpts, rec, rec_out, outs,
                   stop, n, use_stats, W, g, acc, nz, dx, hist, A, V, lam, tmp, work, stats, nrm2):
+        if APART_CONSTANTS:   # (pruned otherwise; see above)
+            form_a, ckind_a, lag_a = S_FORM, S_CKIND, S_LAG
+        else:
+            form_a, ckind_a, lag_a = form, ckind, lag
         if SPECIALISED:   # the constants of a specialised build (pruned otherwise)
             form = S_FORM
             ckind = S_CKIND
@@ -557,10 +568,10 @@ def build_replicate(KIND, POLL, SPEC=None):
             else:
                 # the run numbers as int64 variables, not constants: literal arguments would make
                 # numba compile _general_step once per call site
-                fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
+                fval = _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form_a, phi, q, ckind_a,
                                      radius, md, eta, noisy, nz, run_s, W, run_s, g, dx, work, stats, A, V, lam, tmp)
                 if not mirror:
-                    _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form, phi, q, ckind,
+                    _general_step(schedule, t, s, n, hist, Xs, Ys, k, krow, form_a, phi, q, ckind_a,
                                   radius, md, eta, noisy, nz, nr1, W, run_s1, g, dx, work, stats, A, V, lam, tmp)
                 same0 = False
                 same1 = mirror
@@ -572,7 +583,7 @@ def build_replicate(KIND, POLL, SPEC=None):
                         acc[1, c] += om * W[1, 1, c]
             if has_ref and not FAST:   # (the fast kinds sum the reference losses after the loop)
                 on_s = np.bool_(False)   # typed, not a literal False: that would compile a second _grad (and its callees)
-                lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, on_s, k, krow, form, phi, q,
+                lrsum += _grad(schedule, t, s, n, hist, Xs, Ys, on_s, k, krow, form_a, phi, q,
                                wref, 0.0, g[0], dx, work, stats[0])
             if not FAST and use_stats:   # (only ALL_PREV uses statistics: a GENERAL schedule)
                 for run in range(1 if mirror else 2):
@@ -582,7 +593,7 @@ def build_replicate(KIND, POLL, SPEC=None):
             if lag >= 0:
                 wsum += om
             if ci < C and ckpts[ci] == t:
-                _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend0 if mirror else pend1, wsum, lag, lsum,
+                _record(rec, outs, rec_out, r, ci, W, acc, pend0, pend0 if mirror else pend1, wsum, lag_a, lsum,
                         lrsum, l2sum, 0 if mirror else 1)
                 ci += 1
         if FAST and has_ref and not (POLL and _stop_requested(stop)):
@@ -600,9 +611,9 @@ def build_replicate(KIND, POLL, SPEC=None):
                 if KIND == FAST_PAIR:
                     ib = nb
                 if PAIR:   # (a linear form: _pair's value by the same operations)
-                    lrsum += linear_pair_value(form, phi, q, wref, Xs, ia, Ys[ia], ib, Ys[ib])
+                    lrsum += linear_pair_value(form_a, phi, q, wref, Xs, ia, Ys[ia], ib, Ys[ib])
                 else:
-                    lrsum += point_coef(form, phi, q, wref, Xs, ia, Ys[ia])[0]
+                    lrsum += point_coef(form_a, phi, q, wref, Xs, ia, Ys[ia])[0]
                 if ci < C and ckpts[ci] == t:
                     rec[r, ci, 3] = lrsum
                     ci += 1
