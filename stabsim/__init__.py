@@ -35,6 +35,8 @@ def __getattr__(name: str):
         value = getattr(import_module(f".{_PUBLIC[name]}", __name__), name)
         globals()[name] = value
         return value
+    if name.startswith("__"):   # (probes such as __wrapped__ are not submodules)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
         return import_module(f".{name}", __name__)
     except ModuleNotFoundError as e:

@@ -5,6 +5,7 @@ numbers bit for bit, and a compiled general build must be used whenever there is
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +27,7 @@ CHILD = """
 import json, sys
 import numpy as np
 from stabsim import run_twin
+from numba import types
 from stabsim.kernels import native_call, twin
 
 RECORDED = ("dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path", "output")
@@ -36,11 +38,14 @@ CASES = {"p1_alg1-hinge-l2": (dict(algorithm="p1_alg1", loss="auc_hinge", constr
                                             independent_noise=True), twin.FAST_POINT)}
 r = np.random.default_rng(0)
 X = r.standard_normal((24, 3)); y = np.where(r.random(24) < 0.5, 1.0, -1.0); y[:2] = [1.0, -1.0]
+APART = {"_record": twin._record, "linear_pair_value": twin.linear_pair_value, "point_coef": twin.point_coef}
 report = {}
 for name, (kw, kind) in CASES.items():
     run = lambda: run_twin(X, y, replicates=5, T=200, seed=7, eta=0.05, neighbour="flip", progress=False, **kw)
     before = twin._specialised.cache_info().currsize
     cold = run()
+    literal_callees = sorted(n for n, f in APART.items() for sig in f.signatures
+                             if any(isinstance(t, types.Literal) for t in sig))
     specs = [list(k[1]) for k in twin._CHOSEN if k[0] == kind]
     general_compiled_cold = len(twin._CPU_REPLICATES[kind].signatures)
     twin.SPECIALISE_COLD = False
@@ -49,6 +54,7 @@ for name, (kw, kind) in CASES.items():
     twin.SPECIALISE_COLD = True
     names = [n for n in RECORDED if n in general]
     report[name] = {"kind": kind, "specs": specs, "built": twin._specialised.cache_info().currsize - before,
+                    "literal_callees": literal_callees,
                     "general_compiled_cold": general_compiled_cold,
                     "general_compiled_after": len(twin._CPU_REPLICATES[kind].signatures),
                     "equal": {n: bool(np.array_equal(cold[n].values.view(np.int64), general[n].values.view(np.int64)))
@@ -77,7 +83,27 @@ def test_a_cold_start_runs_the_specialised_build_with_the_same_numbers(tmp_path)
         assert len(case["specs"][0]) == 7 and case["specs"][0][6] == 3, (name, case)   # p = d = 3
         assert case["general_compiled_cold"] == 0 and case["general_compiled_after"] == 1, (name, case)
         assert case["equal"] and all(case["equal"].values()), (name, case["equal"])
+        # the callees compiled apart got the run-time codes, not the constants: the general
+        # build's signatures, which the cache or the helper can serve
+        assert case["literal_callees"] == [], (name, case)
     assert "output" in report["sgd_pair-noise-ref-outputs"]["equal"]
+
+
+def test_the_helper_imports_no_xarray():
+    """The helper that compiles beside a cold call needs only ``stabsim.kernels.twin``: the
+    package's public names are imported on first use (``stabsim.__getattr__``), so it does not
+    import xarray and pandas (about 0.3 s); a user's ``stabsim.run_twin`` still works after a bare
+    ``import stabsim``, and so does a submodule not imported yet."""
+    code = ("import sys, stabsim.warmup, stabsim.kernels.twin\n"
+            "print(sorted(m for m in ('xarray', 'pandas') if m in sys.modules))\n"
+            "import stabsim\n"
+            "print(stabsim.run_twin.__module__, stabsim.theory.__name__, 'run_twin' in dir(stabsim))\n"
+            "try:\n    stabsim.no_such_name\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "stabsim.twin stabsim.theory True",
+                                       "module 'stabsim' has no attribute 'no_such_name'"]
 
 
 def _run(kw):

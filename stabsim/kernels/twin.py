@@ -773,11 +773,12 @@ def _late_callees(kind: int) -> list:
     the replicate types them.  The general kind has none: its reference point's losses call
     ``_grad`` with a typed ``prime`` flag, the signature ``_general_step`` compiled (a literal False
     made it a second ``_grad``, about 6.6 s from an empty cache on a 2-vCPU Xeon, which the helper
-    compiled beside until session 24).  The
-    fast kinds type ``_record`` and their loss's value (about 0.9 s together) 2-3 s in, when a helper
-    (about 1 s to start) may or may not be done: whichever it is done with is loaded, the others are
-    compiled here as before.  The signatures are the warm-up's recorded ones (the kernel's arguments
-    have fixed types); one the call does not use only costs the helper's time."""
+    compiled beside until session 24).  The fast kinds type ``_record`` and their loss's value
+    (about 0.9 s together) about 1.8 s in (the specialised build of a cold call, which hands them
+    the run-time codes: the same signatures), when the helper (about 0.7 s to start) has usually
+    written ``_record`` (1.2-1.3 s in, 2-vCPU AMD EPYC): whichever it is done with is loaded, the
+    others are compiled here as before.  The signatures are the warm-up's recorded ones (the
+    kernel's arguments have fixed types); one the call does not use only costs the helper's time."""
     from ..warmup import load_signatures
 
     want = _LATE_CALLEES[kind]
