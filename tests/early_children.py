@@ -1,7 +1,10 @@
 """Child processes that some tests wait for, started when the test session starts.
 
 A few checks compile kernels from an empty numba cache in a child process (tests/test_nrt_free.py,
-tests/test_cache_symbols.py): a minute of one core's compilation, with the other core idle.  Such
+tests/test_cache_symbols.py, tests/test_cold_start.py): a minute of one core's compilation, with the
+other core idle.  Others compile, in the test process, builds the warm-up does not (the CUDA
+simulator's specialised builds: tests/test_cuda_backend.py, tests/test_bench_gpu_script.py): their
+child does the same calls first, into the session's numba cache, and the tests load them.  Such
 a test module defines ``EARLY_CHILDREN``, a list of keys, and ``early_child(key, folder)``,
 which returns the child's (argv, env) for a folder it may write to (one per module).  When the
 module is collected, ``tests/conftest.py`` starts these children at nice 10 in a session folder,
