@@ -127,10 +127,12 @@ class InlineCallees(FunctionPass):
 
 def nopython_pipeline(state, swap: dict):
     """numba's nopython pass manager for ``state`` with the passes in ``swap`` (class ->
-    (class, description)) replaced, and ``InlineInlinables`` by ``InlineCallees``."""
+    (class, description), or None to drop the pass) replaced, and ``InlineInlinables`` by
+    ``InlineCallees``."""
     swap = {InlineInlinables: (InlineCallees, "inline callees"), **swap}
     pm = DefaultPassBuilder.define_nopython_pipeline(state)
     pm.passes = [swap.get(cls, (cls, desc)) for cls, desc in pm.passes]
+    pm.passes = [entry for entry in pm.passes if entry is not None]
     pm.finalize()
     return pm
 

@@ -18,6 +18,11 @@ tuples of strings: the same result).  A function with parfors gets numba's own p
 the same, so the machine code and the numbers are (the four kinds' replicates disassemble
 identically, up to symbol names and the pickled file paths of error messages); each replicate
 compiles about 2 s faster (benchmarks/README.md, "The replicate called through its address").
+``LeanCompiler`` also drops numba's parfor conversion (``PreParforPass``, ``ParforPass``: array
+analysis, about 0.45 s of the 4-5 s a specialised replicate takes to compile on a 2-vCPU AMD
+EPYC): for the build a fast kind's cold call waits for (``twin._specialised``), whose machine
+code ran as fast as ``SimplifiedCompiler``'s (P1 Alg. 1, T = 10^6: 21.1 against 21.2 ns per
+twin step at d = 10, 60.2 against 60.5 at d = 100) with the same numbers.
 Built from numba's pipeline API (``CompilerBase``, ``DefaultPassBuilder``, ``register_pass``) and
 the IR utilities of ``numba.core.ir_utils`` and ``numba.parfors.parfor`` that numba's own passes
 use.
@@ -29,7 +34,7 @@ from numba.core import ir_utils
 from numba.core.analysis import compute_cfg_from_blocks
 from numba.core.compiler import CompilerBase
 from numba.core.compiler_machinery import FunctionPass, register_pass
-from numba.core.typed_passes import ParforFusionPass, ParforPreLoweringPass
+from numba.core.typed_passes import ParforFusionPass, ParforPass, ParforPreLoweringPass, PreParforPass
 from numba.parfors.parfor import push_call_vars, simplify_parfor_body_CFG
 
 from ..jit import nopython_pipeline
@@ -81,7 +86,7 @@ class SimplifyIR(FunctionPass):
         if simplify_parfor_body_CFG(state.func_ir.blocks) > 0:
             return ParforFusionPass().run_pass(state)
         for _ in range(2):
-            simplify(state.func_ir, state.typemap, state.calltypes, state.metadata["parfors"])
+            simplify(state.func_ir, state.typemap, state.calltypes, state.metadata.setdefault("parfors", {}))
         return True
 
 
@@ -99,8 +104,12 @@ class PreLowerIR(FunctionPass):
         if simplify_parfor_body_CFG(state.func_ir.blocks) > 0:
             return ParforPreLoweringPass().run_pass(state)
         push_call_vars(state.func_ir.blocks, {}, {}, state.typemap)
-        simplify(state.func_ir, state.typemap, state.calltypes, state.metadata["parfors"])
+        simplify(state.func_ir, state.typemap, state.calltypes, state.metadata.setdefault("parfors", {}))
         return True
+
+
+#: the parfor fusion and pre-lowering passes swapped for the faster IR clean-up
+_SIMPLIFY = {ParforFusionPass: (SimplifyIR, "simplify the IR"), ParforPreLoweringPass: (PreLowerIR, "pre-lower the IR")}
 
 
 class SimplifiedCompiler(CompilerBase):
@@ -109,5 +118,13 @@ class SimplifiedCompiler(CompilerBase):
     and with ``stabsim.jit``'s inliner."""
 
     def define_pipelines(self):
-        return [nopython_pipeline(self.state, {ParforFusionPass: (SimplifyIR, "simplify the IR"),
-                                               ParforPreLoweringPass: (PreLowerIR, "pre-lower the IR")})]
+        return [nopython_pipeline(self.state, _SIMPLIFY)]
+
+
+class LeanCompiler(CompilerBase):
+    """``SimplifiedCompiler`` without numba's parfor conversion (``PreParforPass``, ``ParforPass``),
+    for a function without ``prange`` compiled while a call waits (a fast kind's cold start,
+    ``twin._specialised``; see the module docstring): the IR is still simplified three times."""
+
+    def define_pipelines(self):
+        return [nopython_pipeline(self.state, {PreParforPass: None, ParforPass: None, **_SIMPLIFY})]
