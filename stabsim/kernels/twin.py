@@ -705,7 +705,7 @@ def replicate_address(kind: int, kernel_args: tuple) -> int:
 
     Cold start (``SPECIALISE_COLD``): when a fast kind's replicate is neither compiled in this
     process nor in numba's on-disk cache, the call runs the build specialised to its own
-    configuration (``specialisation``), which compiles faster (about 5 against 8 s for P1
+    configuration (``specialisation``), which compiles faster (about 4 against 8 s for P1
     Alg. 1 on a 2-vCPU AMD EPYC), and the helper compiles the general build after the kernel,
     in the background: a later call of another configuration of that kind loads it from the
     cache, or waits for the helper if it is still at it.  The specialised build only fixes
