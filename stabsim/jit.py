@@ -131,8 +131,7 @@ def nopython_pipeline(state, swap: dict):
     ``InlineCallees``."""
     swap = {InlineInlinables: (InlineCallees, "inline callees"), **swap}
     pm = DefaultPassBuilder.define_nopython_pipeline(state)
-    pm.passes = [swap.get(cls, (cls, desc)) for cls, desc in pm.passes]
-    pm.passes = [entry for entry in pm.passes if entry is not None]
+    pm.passes = [entry for entry in (swap.get(cls, (cls, desc)) for cls, desc in pm.passes) if entry is not None]
     pm.finalize()
     return pm
 

@@ -712,8 +712,9 @@ def replicate_address(kind: int, kernel_args: tuple) -> int:
     run-time codes as constants, so its numbers are the general build's, bit for bit
     (tests/test_cold_start.py; LLVM keeps IEEE arithmetic without fast-math flags)."""
     general = _CPU_REPLICATES[kind]
+    beside = functools.partial(_compiled_beside, kind)
     if kind == GENERAL or not SPECIALISE_COLD:
-        return address_for(general, kernel_args, replicate_types, beside=functools.partial(_compiled_beside, kind))
+        return address_for(general, kernel_args, replicate_types, beside=beside)
     spec = specialisation(kernel_args)
     try:
         key = (kind, spec, tuple(map(compute_fingerprint, kernel_args)))
@@ -727,10 +728,9 @@ def replicate_address(kind: int, kernel_args: tuple) -> int:
     if helper is not None:   # the general build is being compiled beside: it serves every configuration
         compile_beside.wait_for(helper)
     if compile_beside.cached(general, want):
-        addr = address_for(general, kernel_args, replicate_types, beside=functools.partial(_compiled_beside, kind))
+        addr = address_for(general, kernel_args, replicate_types, beside=beside)
     else:
-        addr = address_for(_specialised(kind, spec), kernel_args, replicate_types,
-                           beside=functools.partial(_compiled_beside, kind),
+        addr = address_for(_specialised(kind, spec), kernel_args, replicate_types, beside=beside,
                            later=lambda argtypes: [(__name__, f"_CPU_REPLICATES[{kind}]", [want])])
     if key is not None:
         _CHOSEN[key] = addr
