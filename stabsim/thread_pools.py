@@ -26,11 +26,16 @@ parallel kernel) and its children.  Each leaves a variable the user set alone.
 API leaves a user's settings alone.  No number changes: they decide when threads wait, not what
 they compute (the suite's data.nc files are equal value for value, but P3's regret comparator:
 benchmarks/README.md).
+
+``map_in_threads(fn, items)`` runs independent calls, each a handful of small kernels (one
+replicate of P3's figures on its own data set, P1 Table 1's tuning runs), on numba's threads at
+once: a kernel of one replicate uses one core, so a loop of them leaves the other cores idle.
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 #: the variables BLAS libraries read at start-up for their thread count (not OMP_NUM_THREADS,
 #: which numba's OpenMP layer would read too)
@@ -70,3 +75,57 @@ def configure_thread_pools() -> None:
     """``single_threaded_blas()`` and ``short_openmp_spin()`` (see the module docstring)."""
     single_threaded_blas()
     short_openmp_spin()
+
+
+#: numba threading layers whose parallel kernels may be launched from several threads at once
+#: (numba's "Threading Layers" table: workqueue is not thread safe and aborts the process)
+THREAD_SAFE_LAYERS = ("omp", "tbb")
+
+
+def _concurrent_launches_safe() -> bool | None:
+    """Whether numba's threading layer takes parallel kernels from several threads at once; None
+    before the first parallel kernel chose the layer."""
+    import numba
+
+    try:
+        return numba.threading_layer() in THREAD_SAFE_LAYERS
+    except ValueError:   # "Threading layer is not initialized": no parallel kernel has run yet
+        return None
+
+
+def _one_thread(fn):
+    """``fn`` with numba's thread count (a per-thread setting) 1 in the calling thread."""
+    import numba
+
+    def call(x):
+        numba.set_num_threads(1)
+        return fn(x)
+    return call
+
+
+def map_in_threads(fn, items, threads: int | None = None) -> list:
+    """``[fn(x) for x in items]``, the calls spread over ``threads`` Python threads (default:
+    numba's thread count), each of whose parallel kernels runs on that one thread.
+
+    For calls that are pure functions of their arguments and spend their time in kernels compiled
+    with ``nogil=True``: their results are those of the plain loop, bit for bit, in the order of
+    ``items``.  The first call runs alone in the calling thread (it may compile, and it starts
+    numba's threading layer); the rest run at once only when that layer is thread safe
+    (``THREAD_SAFE_LAYERS``), else one after the other.  An exception in a call is raised here
+    after the calls already running have ended; the calls not started are dropped.
+    """
+    import numba
+
+    items = list(items)
+    n = numba.get_num_threads() if threads is None else int(threads)
+    if n < 2 or len(items) < 2:
+        return [fn(x) for x in items]
+    out = [fn(items[0])]
+    if _concurrent_launches_safe() is False:   # None: the calls launch no parallel kernel
+        return out + [fn(x) for x in items[1:]]
+    pool = ThreadPoolExecutor(max_workers=min(n, len(items) - 1))
+    try:
+        out += list(pool.map(_one_thread(fn), items[1:]))
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return out

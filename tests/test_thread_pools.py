@@ -69,3 +69,70 @@ def test_openmp_spin_shortened_unless_the_user_chose():
     assert _spin() == [True, str(OPENMP_SPIN)]
     assert _spin(GOMP_SPINCOUNT="50") == [False, "50"]
     assert _spin(OMP_WAIT_POLICY="active") == [False, None]
+
+
+# ---- map_in_threads ------------------------------------------------------------------------------
+
+def _p3_runs_on_sets(mapper):
+    """P3's per-replicate runs (one data set each, as in the figure studies) through ``mapper``."""
+    import numpy as np
+
+    from stabsim import make_problem
+    from stabsim.privacy import algorithms as pa
+
+    cfg = pa.P3GigaConfig(variant="OnPairStrC", eps=1.0, delta=0.05, alpha=1.5, T1=5, G=2.0, L=1.0,
+                          constraint=("l2", 1.0))
+    sets = [make_problem("auc_noisy", d=3).sample(30, 40 + i) for i in range(5)]
+    runs = mapper(lambda i: pa.p3_giga(*sets[i], cfg, replicates=[i], seed=13, record_outputs=True), range(5))
+    return [np.concatenate([r[v].values.ravel() for v in ("w_priv", "dist_iterate", "loss_path", "released")])
+            for r in runs]
+
+
+def test_map_in_threads_gives_the_loop_s_numbers_in_order():
+    """Kernels run from two threads at once (each on one numba thread) give the plain loop's
+    numbers bit for bit, in the order of the items."""
+    import numpy as np
+
+    from stabsim.thread_pools import map_in_threads
+
+    loop = _p3_runs_on_sets(lambda f, xs: [f(x) for x in xs])
+    threaded = _p3_runs_on_sets(lambda f, xs: map_in_threads(f, xs, threads=2))
+    assert len(threaded) == 5
+    for a, b in zip(loop, threaded):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_map_in_threads_runs_one_after_the_other_where_the_layer_is_not_thread_safe(monkeypatch):
+    """numba's workqueue layer aborts on concurrent launches: then every call runs in the caller."""
+    import threading
+
+    import stabsim.thread_pools as tp
+
+    monkeypatch.setattr(tp, "_concurrent_launches_safe", lambda: False)
+    where = tp.map_in_threads(lambda x: (x, threading.get_ident()), range(4), threads=2)
+    assert [x for x, _ in where] == [0, 1, 2, 3]
+    assert {t for _, t in where} == {threading.get_ident()}
+
+
+def test_map_in_threads_raises_the_error_and_drops_the_calls_not_started():
+    """A call that fails: its error is raised once the calls running have ended (here each later
+    call waits 0.5 s), and the calls not started are never made."""
+    import time
+
+    import pytest
+
+    from stabsim.thread_pools import map_in_threads
+
+    started = []
+
+    def call(x):
+        started.append(x)
+        if x == 1:
+            raise ValueError("replicate 1 failed")
+        if x > 1:
+            time.sleep(0.5)
+        return x
+
+    with pytest.raises(ValueError, match="replicate 1 failed"):
+        map_in_threads(call, range(40), threads=2)
+    assert started[:2] == [0, 1] and len(started) <= 4

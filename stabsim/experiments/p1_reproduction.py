@@ -34,14 +34,13 @@ Its check, the comparison with the paper's numbers, is ``p1_table1``
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 import xarray as xr
 
 from ..setups.p1 import DATASETS, METHOD_NAMES
 from ..study import Param, StudyError, StudySpec, _Bad, choice, integer, number, register_kind
+from ..thread_pools import map_in_threads
 
 
 # ---- the study file's sections -----------------------------------------------------------------
@@ -205,8 +204,7 @@ def p1_table1_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
     # The tuning runs are independent (each a pure function of its arguments; the kernels release
     # the GIL): on numba's threads at once.  The final runs, whose CPU time is measured, run one at
     # a time afterwards, with nothing else running in this process.
-    with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
-        list(pool.map(lambda kg: tune(*kg), [(k, g) for k in range(R) for g in range(grid.size)]))
+    map_in_threads(lambda kg: tune(*kg), [(k, g) for k in range(R) for g in range(grid.size)])
     outputs = []
     for k, r in enumerate(reps):
         tr = parts[k][0]

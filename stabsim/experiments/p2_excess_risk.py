@@ -96,13 +96,53 @@ def _validate_gd(spec):
             raise StudyError(f"p2_gd: [p2] removals = {p['p2']['removals']} exceeds n = {p['data']['n']}")
 
 
+#: the per-replicate scalars of a ``p2_gd`` cell (``_replicate_measures``)
+_MEASURES = ("excess", "LP_T", "LP_min", "LP_cert", "FS_T", "FS_min", "FS_cert", "gap0", "mu_path", "theta_norm",
+             "M_ell")
+
+
+def _replicate_measures(pb, lf, s, data_seed, rep, theta, WR, X, Y, FS, GN, T, K) -> dict:
+    """One replicate's measures: the excess risk on its fresh test sample (certified ERM), the ERM on
+    its D, ||theta_T|| and the sup of the loss there, and per removal k the pair-loss change beta
+    and ||theta_T(D) - theta_T(D^{-k})|| (``_MEASURES`` and ``beta``, ``dist``: NaN where not asked)."""
+    from .. import rng
+    from ..risk import empirical_risk, erm
+
+    out = dict.fromkeys(_MEASURES, np.nan)
+    Xt, yt = pb.sample(s["m_test"], data_seed, rep, stream=rng.STREAM_SPLIT)
+    et = erm(Xt, yt, lf, tol=1e-10)
+    ed = erm(X, Y, lf, tol=1e-10) if s["erm_D"] else None
+    LPT = float(empirical_risk(theta, Xt, yt, lf))
+    out["LP_T"], out["LP_min"], out["LP_cert"] = LPT, et.value, et.certificate
+    out["excess"] = LPT - et.value
+    out["FS_T"] = FS[T]
+    if ed is not None:
+        out["FS_min"], out["FS_cert"] = ed.value, ed.certificate
+        out["gap0"] = FS[0] - ed.value
+        gaps = FS[:T] - ed.value
+        ok = gaps > 1e-9
+        out["mu_path"] = float(np.min(GN[:T][ok] / (2.0 * gaps[ok]))) if ok.any() else np.nan
+    nrm = float(np.linalg.norm(theta))
+    out["theta_norm"] = nrm
+    out["M_ell"] = _sup_loss(lf, pb.kappa, nrm)
+    out["beta"], out["dist"] = np.full(K, np.nan), np.full(K, np.nan)
+    if K:
+        mb = min(s["m_beta"], s["m_test"])
+        a_, b_ = np.nonzero(~np.eye(mb, dtype=bool))
+        Xa, ya, Xb, yb = Xt[a_], yt[a_], Xt[b_], yt[b_]
+        l_full = _pair_values(lf, theta, Xa, ya, Xb, yb)
+        for k in range(K):
+            out["beta"][k] = float(np.mean(np.abs(l_full - _pair_values(lf, WR[k], Xa, ya, Xb, yb))))
+            out["dist"][k] = float(np.linalg.norm(theta - WR[k]))
+    return out
+
+
 @register_kind("p2_gd", params={"data": DATA_SECTION, "algorithm": _GD_ALG, "p2": _GD_P2}, validate=_validate_gd,
                description="P2 Alg. 1 on D and on removal neighbours D^{-i} (shared noise) + excess risk, PL, beta")
 def p2_gd_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p2_gd`` study (see the module docstring)."""
-    from .. import rng
     from ..kernels.p2_removal import p2_removal_kernel
-    from ..risk import empirical_risk, erm
+    from ..thread_pools import map_in_threads
 
     p = spec.cell_params(cell)
     d, s = p["data"], p["p2"]
@@ -117,35 +157,12 @@ def p2_gd_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Datase
     W, WR, FS, GN = p2_removal_kernel(X, Y, lf.form, lf.phi, float(lf.q), float(eta), float(sigma), int(T),
                                       np.int64(spec.seed), reps, removes, np.array([T], dtype=np.int64), pdim)
     theta = W[:, 0]
-    out = {k: np.full(R, np.nan) for k in ("excess", "LP_T", "LP_min", "LP_cert", "FS_T", "FS_min", "FS_cert",
-                                           "gap0", "mu_path", "theta_norm", "M_ell")}
-    beta = np.full((R, K), np.nan)
-    dist = np.full((R, K), np.nan)
-    for r in range(R):
-        Xt, yt = pb.sample(s["m_test"], data_seed, int(reps[r]), stream=rng.STREAM_SPLIT)
-        et = erm(Xt, yt, lf, tol=1e-10)
-        ed = erm(X[r], Y[r], lf, tol=1e-10) if s["erm_D"] else None
-        LPT = float(empirical_risk(theta[r], Xt, yt, lf))
-        out["LP_T"][r], out["LP_min"][r], out["LP_cert"][r] = LPT, et.value, et.certificate
-        out["excess"][r] = LPT - et.value
-        out["FS_T"][r] = FS[r, T]
-        if ed is not None:
-            out["FS_min"][r], out["FS_cert"][r] = ed.value, ed.certificate
-            out["gap0"][r] = FS[r, 0] - ed.value
-            gaps = FS[r, :T] - ed.value
-            ok = gaps > 1e-9
-            out["mu_path"][r] = float(np.min(GN[r, :T][ok] / (2.0 * gaps[ok]))) if ok.any() else np.nan
-        nrm = float(np.linalg.norm(theta[r]))
-        out["theta_norm"][r] = nrm
-        out["M_ell"][r] = _sup_loss(lf, pb.kappa, nrm)
-        if K:
-            mb = min(s["m_beta"], s["m_test"])
-            a_, b_ = np.nonzero(~np.eye(mb, dtype=bool))
-            Xa, ya, Xb, yb = Xt[a_], yt[a_], Xt[b_], yt[b_]
-            l_full = _pair_values(lf, theta[r], Xa, ya, Xb, yb)
-            for k in range(K):
-                beta[r, k] = float(np.mean(np.abs(l_full - _pair_values(lf, WR[r, k], Xa, ya, Xb, yb))))
-                dist[r, k] = float(np.linalg.norm(theta[r] - WR[r, k]))
+    # the replicates' test samples, ERMs and beta are independent: on numba's threads at once
+    rows = map_in_threads(lambda r: _replicate_measures(pb, lf, s, data_seed, int(reps[r]), theta[r], WR[r],
+                                                        X[r], Y[r], FS[r], GN[r], T, K), range(R))
+    out = {k: np.array([row[k] for row in rows]) for k in _MEASURES}
+    beta = np.array([row["beta"] for row in rows]).reshape(R, K)
+    dist = np.array([row["dist"] for row in rows]).reshape(R, K)
     long = {"excess": "L_test(theta_T) - min L_test (fresh test sample; conservative estimate of L_P(theta_T) - min L_P)",
             "LP_T": "L_test(theta_T)", "LP_min": "min L_test (certified ERM value)", "LP_cert": "ERM certificate on the test sample",
             "FS_T": "L(theta_T; D)", "FS_min": "L(theta*; D) (certified ERM)", "FS_cert": "ERM certificate on D",

@@ -297,38 +297,40 @@ def _data_sets(d, pb, reps, data_seed):
     return [(X, y, Xt, yt)]
 
 
-def _private_runs(sets, reps, kw, *, n, a, alpha, lossf, cons, kappa):
-    """The private run(s) on S and S': one call for a shared data set, one per replicate otherwise;
-    the checkpoints (log-spaced, plus T_1 + 1 and n) come from a dry plan of the burn-in T_1."""
-    from ..privacy.algorithms import p3_giga
+def _runs(sets, reps, kw, *, n, a, alpha, lossf, cons, kappa, nonprivate):
+    """The private run(s) on S and S' (``p3_giga`` Datasets) and, when ``nonprivate``, the (R, p)
+    NonPrivate averages (else None): one call for a shared data set, one per replicate otherwise,
+    those on numba's threads at once (``map_in_threads``: each run is a pure function of its data
+    set and replicate, so the numbers are those of a loop).  The checkpoints (log-spaced, plus
+    T_1 + 1 and n) come from a dry plan of the burn-in T_1."""
+    from ..privacy.algorithms import p3_plan
+    from ..thread_pools import map_in_threads
 
-    runs = []
-    T1 = None
-    for i, (X, y, Xt, yt) in enumerate(sets):
-        rr = reps if len(sets) == 1 else reps[i:i + 1]
-        if T1 is None:  # checkpoints need T1: a dry plan
-            from ..privacy.algorithms import p3_plan
-            T1 = p3_plan(n, variant=a["variant"], alpha=alpha, lossf=lossf, cons=cons, kappa=kappa,
-                         T1=a["T1"] or None)["T1"]
-            ck = _log_ckpts(n, T1, a["checkpoints"])
-        runs.append(p3_giga(X, y, replicates=rr, checkpoints=ck, **kw))
-    return runs
+    T1 = p3_plan(n, variant=a["variant"], alpha=alpha, lossf=lossf, cons=cons, kappa=kappa,
+                 T1=a["T1"] or None)["T1"]
+    ck = _log_ckpts(n, T1, a["checkpoints"])
+    done = map_in_threads(lambda i: _runs_of_set(sets[i], reps if len(sets) == 1 else reps[i:i + 1],
+                                                 kw, ck, n, nonprivate), range(len(sets)))
+    runs = [run for run, _ in done]
+    return runs, (np.concatenate([wa for _, wa in done], axis=0) if nonprivate else None)
 
 
-def _nonprivate_average(sets, reps, kw, n):
-    """(R, p) NonPrivate baseline (the experiments' "GIGA for pairwise losses", Kar et al. 2013): the
-    same Pairwise GIGA on the same loss, order and alpha, without noise and with the shortest burn-in
+def _runs_of_set(data, rr, kw, ck, n, nonprivate):
+    """The private run of replicates ``rr`` on one data set and, when ``nonprivate``, the (R, p)
+    NonPrivate baseline (the experiments' "GIGA for pairwise losses", Kar et al. 2013): the same
+    Pairwise GIGA on the same loss, order and alpha, without noise and with the shortest burn-in
     the step size allows (T_1 = 2, so eta_t is defined from t = 3); its average of the iterates."""
     import dataclasses
 
     from ..privacy.algorithms import p3_giga
 
-    np_runs = []
-    for i, (X, y, Xt, yt) in enumerate(sets):
-        rr = reps if len(sets) == 1 else reps[i:i + 1]
-        np_runs.append(p3_giga(X, y, replicates=rr, checkpoints=np.array([n]),
-                               **dict(kw, config=dataclasses.replace(kw["config"], T1=2), neighbour="same")))
-    return np.concatenate([r["w_average"].values for r in np_runs], axis=0)[:, 0]
+    X, y = data[:2]
+    run = p3_giga(X, y, replicates=rr, checkpoints=ck, **kw)
+    if not nonprivate:
+        return run, None
+    base = p3_giga(X, y, replicates=rr, checkpoints=np.array([n]),
+                   **dict(kw, config=dataclasses.replace(kw["config"], T1=2), neighbour="same"))
+    return run, base["w_average"].values[:, 0]
 
 
 # ============================================================================ the cell: measures
@@ -377,13 +379,13 @@ def _excess_vars(sets, a, alpha, Wp, R) -> dict:
 
 
 def _objective_vars(sets, a, Wp, Wa, R) -> dict:
-    """``objective`` L(w; D) of P3 Eq. (1) on the training set, for w_priv and the NonPrivate average."""
+    """``objective`` L(w; D) of P3 Eq. (1) on the training set, for w_priv and the NonPrivate average
+    (both in one call: two parameter vectors, one per thread, each value that of its own call)."""
     from ..risk import empirical_risk
     ob, obn = np.empty(R), np.empty(R)
     for i in range(R):
         X, y = sets[0 if len(sets) == 1 else i][:2]
-        ob[i] = float(empirical_risk(Wp[i], X, y, a["loss"]))
-        obn[i] = float(empirical_risk(Wa[i], X, y, a["loss"]))
+        ob[i], obn[i] = empirical_risk(np.stack([Wp[i], Wa[i]]), X, y, a["loss"])
     return {"objective": ("replicate", ob, {"long_name": "L(w_priv; D) (Eq. 1, loss l, training set)"}),
             "objective_nonprivate": ("replicate", obn,
                                      {"long_name": "L(w_nonprivate; D): noise-free GIGA average (NonPrivate)"})}
@@ -436,7 +438,8 @@ def p3_cell(spec, cell, replicates) -> xr.Dataset:
     n = d["n"]
     kw = _giga_kwargs(spec, a, delta, alpha, kappa)
     sets = _data_sets(d, pb, reps, data_seed)
-    runs = _private_runs(sets, reps, kw, n=n, a=a, alpha=alpha, lossf=lossf, cons=cons, kappa=kappa)
+    runs, Wa = _runs(sets, reps, kw, n=n, a=a, alpha=alpha, lossf=lossf, cons=cons, kappa=kappa,
+                     nonprivate=bool(ms["objective"] or ms["auc"] or ms["knn"]))
     ds0 = runs[0]
     rec = {k[len("privacy_"):]: ds0.attrs[k] for k in ds0.attrs if k.startswith("privacy_")}
     R = len(reps)
@@ -448,7 +451,6 @@ def p3_cell(spec, cell, replicates) -> xr.Dataset:
                            {"long_name": "||average(S) - average(S')|| (non-private average of the iterates)"})
     out["k_position"] = ("replicate", cat("k_position"), {"long_name": "step at which the replaced example arrives"})
     Wp = cat("w_priv")[:, 0]          # (R, p) on S
-    Wa = _nonprivate_average(sets, reps, kw, n) if (ms["objective"] or ms["auc"] or ms["knn"]) else None
     lp = np.stack([r["loss_path"].sel(t=n).values for r in runs]).reshape(R)
     lps = np.stack([r["loss_path_surrogate"].sel(t=n).values for r in runs]).reshape(R)
     if ms["regret"]:

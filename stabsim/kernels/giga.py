@@ -280,7 +280,7 @@ def _replicate_types(kernel_types) -> tuple:
 _call_replicate = make_native_caller(lambda tys: _replicate_types(tys[1:]), "GIGA's replicate")
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _giga_parallel(replicate, X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind, radius, md,
                    alpha, T1, online, sig_coef, sigma_off, indep_noise, centers, ckpts, rec, rec_out, outs, final):
     """The replicates in parallel, each with its own scratch, through ``_giga_replicate``'s

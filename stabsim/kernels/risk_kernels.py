@@ -143,7 +143,7 @@ def phi2_lower(phi, q, tau, m, r):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _sorted(x):
     """Ascending copy of x: bottom-up merge sort (compiles much faster than numba's np.sort)."""
     n = x.shape[0]
@@ -210,7 +210,7 @@ def _count_below_one(as_, b):
 
 # ---- the P x N block -----------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pn_sum(phi, q, tau, ap, an, fast):
     """sum_{i in P, j in N} phi(ap_i - an_j): the value only."""
     nP = ap.shape[0]
@@ -288,7 +288,7 @@ def _exp_ok(ap, an):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pn_rows(phi, q, tau, ap, an, fast, rowP, rowN, dP, dN, derivs=True):
     """Row sums of the P x N block: rowP_i = sum_j phi(ap_i - an_j), rowN_j = sum_i phi(.),
     dP_i = sum_j phi'(.), dN_j = sum_i phi'(.) (overwritten).  Returns (sum, sum of squares).
@@ -423,7 +423,7 @@ def pn_rows(phi, q, tau, ap, an, fast, rowP, rowN, dP, dN, derivs=True):
     return tot, totsq
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pn_hess(phi, q, tau, ap, an, XN, rad, normP, normN, hP, hN, T):
     """Second-derivative sums of the P x N block: hP_i = sum_j h_ij, hN_j = sum_i h_ij and
     T = H XN (T_i = sum_j h_ij x_j), with h_ij = phi''(ap_i - an_j), or, when ``rad > 0``, the
@@ -454,7 +454,7 @@ def pn_hess(phi, q, tau, ap, an, XN, rad, normP, normN, hP, hN, T):
 # (value 0), the band |t| <= 36 (softplus), and t > 36 (value 1 - a_i + b_j, phi' = -1, phi'' = 0,
 # handled with prefix sums).  Cost O(n log n + pairs in the band), which shrinks with tau.
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _argsorted(x):
     """Indices that sort x ascending (bottom-up merge sort, stable)."""
     n = x.shape[0]
@@ -524,7 +524,7 @@ def _first_t_not_above(tau, as_, bj, thr):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sh_sum(tau, ap, an):
     """sum_{i,j} of the smoothed hinge at ap_i - an_j (banded)."""
     nP = ap.shape[0]
@@ -549,7 +549,7 @@ def sh_sum(tau, ap, an):
     return tot
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sh_rows(tau, ap, an, rowP, rowN, dP, dN):
     """``pn_rows`` for the smoothed hinge (banded).  Returns the sum (no sum of squares)."""
     nP = ap.shape[0]
@@ -604,7 +604,7 @@ def sh_rows(tau, ap, an, rowP, rowN, dP, dN):
     return tot
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def sh_hess(tau, ap, an, XN, hP, hN, T):
     """``pn_hess`` for the smoothed hinge (banded; phi'' = 0 outside the band)."""
     nP = ap.shape[0]
@@ -633,7 +633,7 @@ def sh_hess(tau, ap, an, XN, hP, hN, T):
                     T[i, c] += h * XN[j, c]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def pn_alpha(tau, ap, an, out):
     """Dual weights alpha_ij = -phi_tau'(ap_i - an_j) in [0, 1] of the (smoothed) hinge."""
     for i in range(ap.shape[0]):
@@ -644,7 +644,7 @@ def pn_alpha(tau, ap, an, out):
 
 # ---- ranking with more than two label values ---------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rank_rows(phi, q, tau, a, y, rows, drows):
     """All ordered pairs of a ranking problem (margin (y_i - y_j)(a_i - a_j), symmetric in i, j):
     rows_i = sum_{j != i} f_ij, drows_i = coefficient of x_i in the gradient of sum_{i != j} f_ij.
@@ -670,7 +670,7 @@ def rank_rows(phi, q, tau, a, y, rows, drows):
     return tot, totsq, sd1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rank_hess(phi, q, tau, a, y, rad, norms, Hm, r):
     """Weights of the ranking Hessian: Hm_ij = phi''(m_ij) (y_i - y_j)^2 (or, when rad > 0, the
     lower bound of phi'' over |margin change| <= rad |y_i - y_j| (norms_i + norms_j)), r = row sums.
@@ -693,7 +693,7 @@ def rank_hess(phi, q, tau, a, y, rad, norms, Hm, r):
             r[j] += h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rank_sum(phi, q, a, y, fast):
     """sum_{i != j} phi((y_i - y_j)(a_i - a_j)); O(n) for the squared phi (centred moments)."""
     n = a.shape[0]
@@ -728,7 +728,7 @@ def rank_sum(phi, q, a, y, fast):
 
 # ---- pointwise ----------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def point_rows(form, phi, q, tau, a, y, vals, d1s, d2s):
     """Per-example value, d/da and d^2/da^2 of the pointwise loss at the scores a."""
     for i in range(a.shape[0]):
@@ -764,7 +764,7 @@ def _metric_margin(form, w, X, i, j, ya, yb, dx):
     return c * (1.0 - quad), -c
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def metric_value_grad(form, phi, q, tau, w, X, Y, nchunks, G, out):
     """sum over ordered pairs i != j of f(w; z_i, z_j) for the metric forms (f is symmetric in
     i, j, so pairs i < j are counted twice), its gradient (G[0]) and the sum of phi' (out[1]).
@@ -810,13 +810,13 @@ def metric_value_grad(form, phi, q, tau, w, X, Y, nchunks, G, out):
 # ``pair_loss_grad`` / ``point_loss_grad`` are inline="always"; wrapping each once keeps the
 # numba IR of the callers small (compile time) while LLVM still inlines the machine code.
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pair_value(form, phi, q, w, X, i, yi, j, yj, dx):
     """f(w; z_i, z_j) through ``losses.pair_loss_grad`` with scale 0 (value only)."""
     return pair_loss_grad(form, phi, q, w, X, i, yi, j, yj, 0.0, dx[:0], dx)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _point_value(form, phi, q, w, X, i, yi):
     """f(w; z_i) through ``losses.point_loss_grad`` with scale 0 (value only)."""
     return point_loss_grad(form, phi, q, w, X, i, yi, 0.0, w[:0])
@@ -834,7 +834,7 @@ def _scores(w, X, a):
         a[i] = s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _risk_one(mode, kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst):
     """F_S(w) at one w (see ``risk_batch``)."""
     n, d = X.shape
@@ -878,7 +878,7 @@ def _risk_one(mode, kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst):
     return rank_sum(phi, q, a, Y, fast) / npairs
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def risk_batch(mode, kind, form, phi, q, Ws, X, Y, idxP, idxN, s, mult, kconst, out):
     """out[k] = F_S(Ws[k]) for every parameter vector (parallel over k).
 
@@ -893,7 +893,7 @@ def risk_batch(mode, kind, form, phi, q, Ws, X, Y, idxP, idxN, s, mult, kconst, 
         out[k] = _risk_one(mode, kind, form, phi, q, Ws[k], X, Y, idxP, idxN, s, mult, kconst)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a, ap, an,
               rowP, rowN, dP, dN, dx, work):
     """Row sums hrow_i = sum_{j != i} h(z_i, z_j) of the symmetrised kernel
@@ -935,7 +935,7 @@ def _rows_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, hrow, a,
     return 2.0 * half * half * sq + k0 * k0 * (nP * (nP - 1.0) + nN * (nN - 1.0))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ustat_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, res):
     """res[0] = U (or the mean), res[1] = its standard error, at one w (see ``ustat_batch``)."""
     m, d = X.shape
@@ -981,7 +981,7 @@ def _ustat_one(kind, form, phi, q, w, X, Y, idxP, idxN, s, mult, kconst, res):
     res[1] = math.sqrt(max(4.0 * (m - 2.0) / mm * z1 + 2.0 / mm * z2, 0.0))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def ustat_batch(kind, form, phi, q, Ws, X, Y, idxP, idxN, s, mult, kconst, val, se):
     """U-statistic U = (1/(m(m-1))) sum_{i != j} f(w; z_i, z_j) over a test sample, and its
     standard error from the Hoeffding decomposition (pointwise: mean and sd/sqrt(m)).
