@@ -404,14 +404,19 @@ def _auc_vars(sets, Wp, Wa, R) -> dict:
 
 
 def _knn_vars(sets, ms, Wp, Wa, R) -> dict:
-    """``knn``: test k-NN accuracy under the metric of w_priv, of the NonPrivate average and Euclidean."""
-    kn, knn_np, kne = np.empty(R), np.empty(R), np.empty(R)
+    """``knn``: test k-NN accuracy under the metric of w_priv, of the NonPrivate average and Euclidean
+    (the replicates on numba's threads at once: numpy's distance products and partitions release
+    the GIL)."""
+    from ..thread_pools import map_in_threads
+
     dd = sets[0][0].shape[1]
-    for i in range(R):
+
+    def accuracies(i):
         X, y, Xt, yt = sets[0 if len(sets) == 1 else i]
-        kn[i] = knn_accuracy(Wp[i].reshape(dd, dd), X, y, Xt, yt, ms["k_nn"])
-        knn_np[i] = knn_accuracy(Wa[i].reshape(dd, dd), X, y, Xt, yt, ms["k_nn"])
-        kne[i] = knn_accuracy(None, X, y, Xt, yt, ms["k_nn"])
+        return (knn_accuracy(Wp[i].reshape(dd, dd), X, y, Xt, yt, ms["k_nn"]),
+                knn_accuracy(Wa[i].reshape(dd, dd), X, y, Xt, yt, ms["k_nn"]),
+                knn_accuracy(None, X, y, Xt, yt, ms["k_nn"]))
+    kn, knn_np, kne = (np.array(v, dtype=float).reshape(R) for v in zip(*map_in_threads(accuracies, range(R))))
     return {"knn": ("replicate", kn, {"long_name": f"test {ms['k_nn']}-NN accuracy, metric of w_priv"}),
             "knn_nonprivate": ("replicate", knn_np, {"long_name": "the same for the NonPrivate GIGA average"}),
             "knn_euclid": ("replicate", kne, {"long_name": "the same with the Euclidean metric"})}
