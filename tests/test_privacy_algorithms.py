@@ -320,3 +320,22 @@ def test_keyword_forms_equal_config_calls():
     assert pa.config_default(pa.p3_giga, "constraint") == ("l2", 1.0)
     assert pa.config_default("p3_onpairc", "replicates") == 100
     assert pa.config_default("p0_alg2", "loss") == "auc_hinge"
+
+
+def test_p3_run_holds_what_p3_giga_stores():
+    """``p3_run`` (the figure studies' path, no Dataset) holds p3_giga's variables, coordinates and
+    attrs: the Dataset built from it is p3_giga's, but for the creation time."""
+    import xarray as xr
+
+    X, y = _auc_data(24, 3)
+    cfg = pa.P3GigaConfig(variant="OnPairC", eps=1.0, delta=1 / 24, alpha=1.0, T1=6)
+    kw = dict(replicates=[2, 5], seed=4, neighbour="farthest", record_outputs=True)
+    ds = pa.p3_giga(X, y, cfg, **kw)
+    run = pa.p3_run(X, y, cfg, **kw)
+    built = xr.Dataset(run.data, coords=run.coords, attrs=run.attrs)
+    built.attrs["created"] = ds.attrs["created"]
+    assert built.identical(ds)
+    for name in ("w_priv", "loss_path", "t", "lemma4_bound"):
+        np.testing.assert_array_equal(run.values(name), ds[name].values)
+    with pytest.raises(TypeError, match="P3GigaConfig"):
+        pa.p3_run(X, y, pa.P1Alg3Config(eps=1.0, delta=0.1))

@@ -298,7 +298,7 @@ def _data_sets(d, pb, reps, data_seed):
 
 
 def _runs(sets, reps, kw, *, n, a, alpha, lossf, cons, kappa, nonprivate):
-    """The private run(s) on S and S' (``p3_giga`` Datasets) and, when ``nonprivate``, the (R, p)
+    """The private run(s) on S and S' (``p3_run``: ``p3_giga``'s arrays without the Dataset) and, when ``nonprivate``, the (R, p)
     NonPrivate averages (else None): one call for a shared data set, one per replicate otherwise,
     those on numba's threads at once (``map_in_threads``: each run is a pure function of its data
     set and replicate, so the numbers are those of a loop).  The checkpoints (log-spaced, plus
@@ -322,15 +322,15 @@ def _runs_of_set(data, rr, kw, ck, n, nonprivate):
     the step size allows (T_1 = 2, so eta_t is defined from t = 3); its average of the iterates."""
     import dataclasses
 
-    from ..privacy.algorithms import p3_giga
+    from ..privacy.algorithms import p3_run
 
     X, y = data[:2]
-    run = p3_giga(X, y, replicates=rr, checkpoints=ck, **kw)
+    run = p3_run(X, y, replicates=rr, checkpoints=ck, **kw)
     if not nonprivate:
         return run, None
-    base = p3_giga(X, y, replicates=rr, checkpoints=np.array([n]),
-                   **dict(kw, config=dataclasses.replace(kw["config"], T1=2), neighbour="same"))
-    return run, base["w_average"].values[:, 0]
+    base = p3_run(X, y, replicates=rr, checkpoints=np.array([n]),
+                  **dict(kw, config=dataclasses.replace(kw["config"], T1=2), neighbour="same"))
+    return run, base.values("w_average")[:, 0]
 
 
 # ============================================================================ the cell: measures
@@ -449,15 +449,16 @@ def p3_cell(spec, cell, replicates) -> xr.Dataset:
     rec = {k[len("privacy_"):]: ds0.attrs[k] for k in ds0.attrs if k.startswith("privacy_")}
     R = len(reps)
     out = {}
-    cat = lambda name: np.concatenate([r[name].values for r in runs], axis=0)  # noqa: E731
+    cat = lambda name: np.concatenate([r.values(name) for r in runs], axis=0)  # noqa: E731
     out["dist_iterate"] = (("replicate", "t"), cat("dist_iterate"),
                            {"long_name": "||w_t - w'_t|| (noise-free Pairwise GIGA iterates)"})
     out["dist_average"] = ("replicate", cat("dist_average"),
                            {"long_name": "||average(S) - average(S')|| (non-private average of the iterates)"})
     out["k_position"] = ("replicate", cat("k_position"), {"long_name": "step at which the replaced example arrives"})
     Wp = cat("w_priv")[:, 0]          # (R, p) on S
-    lp = np.stack([r["loss_path"].sel(t=n).values for r in runs]).reshape(R)
-    lps = np.stack([r["loss_path_surrogate"].sel(t=n).values for r in runs]).reshape(R)
+    at_n = int(np.flatnonzero(ds0.values("t") == n)[0])   # the checkpoint t = n
+    lp = np.stack([r.values("loss_path")[:, at_n] for r in runs]).reshape(R)
+    lps = np.stack([r.values("loss_path_surrogate")[:, at_n] for r in runs]).reshape(R)
     if ms["regret"]:
         out.update(_regret_vars(sets, a, cons, alpha, lp, lps, R))
     if ms["excess"]:
@@ -468,12 +469,12 @@ def p3_cell(spec, cell, replicates) -> xr.Dataset:
         out.update(_auc_vars(sets, Wp, Wa, R))
     if ms["knn"]:
         out.update(_knn_vars(sets, ms, Wp, Wa, R))
-    t = ds0["t"].values
+    t = ds0.values("t")
     for k, v in _stored_constants(rec, a, alpha, delta, kappa, int(Wp.shape[1])).items():
         out[k] = ((), v)
     ds = xr.Dataset(out, coords={"replicate": reps, "t": t,
-                                 "lemma4_bound": ("t", ds0["lemma4_bound"].values),
-                                 "sigma_t": ("t", ds0["sigma_t"].values)})
+                                 "lemma4_bound": ("t", ds0.values("lemma4_bound")),
+                                 "sigma_t": ("t", ds0.values("sigma_t"))})
     ds.attrs.update(variant=a["variant"], deviations=str(rec.get("deviations", "none")),
                     data=d["dataset"] or (pb.name if pb is not None else ""), data_seed=int(data_seed),
                     calibration=str(ds0.attrs.get("calibration", "")))

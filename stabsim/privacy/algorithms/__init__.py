@@ -62,14 +62,14 @@ from .common import calibration_record, gaussian_rows
 from .p0_output_perturbation import p0_alg2
 from .p1_localized import STREAM_PHASE, P1Alg3Config, p1_alg3, p1_phase_blocks, phase_seed
 from .p2_gradient_perturbation import p2_alg1
-from .p3_pairwise_giga import (P3_VARIANTS, P3GigaConfig, _variant, p3_giga, p3_offpairc,
-                               p3_offpairstrc, p3_onpairc, p3_onpairstrc, p3_plan)
+from .p3_pairwise_giga import (P3_VARIANTS, P3GigaConfig, P3Run, _variant, p3_giga, p3_offpairc,
+                               p3_offpairstrc, p3_onpairc, p3_onpairstrc, p3_plan, p3_run)
 from .p4_dpsgd import p4_alg1, p4_alg2
 from .registry import PRIVATE_ALGORITHMS, QUICK, config_default, quick_data, quick_run, run_private
 
 __all__ = [
     "PRIVATE_ALGORITHMS", "QUICK", "P1Alg3Config", "P3GigaConfig", "P3_VARIANTS",
     "calibration_record", "config_default", "p0_alg2", "p1_alg3", "p2_alg1", "p3_giga",
-    "p3_onpairstrc", "p3_onpairc", "p3_offpairstrc", "p3_offpairc", "p3_plan", "p4_alg1",
+    "p3_onpairstrc", "p3_onpairc", "p3_offpairstrc", "p3_offpairc", "p3_plan", "p3_run", "P3Run", "p4_alg1",
     "p4_alg2", "quick_data", "quick_run", "run_private",
 ]

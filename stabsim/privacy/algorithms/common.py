@@ -195,14 +195,20 @@ def _attr(v):
 
 
 def _attach(ds, record, deviations):
+    ds.attrs.update(privacy_attrs(record, deviations))
+    return ds
+
+
+def privacy_attrs(record, deviations) -> dict:
+    """The attrs a private run's Dataset gets from its calibration ``record`` and ``deviations``:
+    each entry as ``privacy_<key>``, and the whole record as JSON in ``calibration``."""
     record = dict(record)
     record["deviations"] = list(deviations)
     record["as_in_paper"] = not deviations
-    for key, val in record.items():
-        ds.attrs["privacy_" + key] = _attr(val) if key != "deviations" else (
-            "; ".join(deviations) if deviations else "none")
-    ds.attrs["calibration"] = json.dumps({k: _jsonable(v) for k, v in record.items()})
-    return ds
+    attrs = {"privacy_" + key: _attr(val) if key != "deviations" else ("; ".join(deviations) if deviations else "none")
+             for key, val in record.items()}
+    attrs["calibration"] = json.dumps({k: _jsonable(v) for k, v in record.items()})
+    return attrs
 
 
 def _jsonable(v):
