@@ -298,11 +298,11 @@ def _data_sets(d, pb, reps, data_seed):
 
 
 def _runs(sets, reps, kw, *, n, a, alpha, lossf, cons, kappa, nonprivate):
-    """The private run(s) on S and S' (``p3_run``: ``p3_giga``'s arrays without the Dataset) and, when ``nonprivate``, the (R, p)
-    NonPrivate averages (else None): one call for a shared data set, one per replicate otherwise,
-    those on numba's threads at once (``map_in_threads``: each run is a pure function of its data
-    set and replicate, so the numbers are those of a loop).  The checkpoints (log-spaced, plus
-    T_1 + 1 and n) come from a dry plan of the burn-in T_1."""
+    """The private run(s) on S and S' (``p3_run``: ``p3_giga``'s arrays without the Dataset) and,
+    when ``nonprivate``, the (R, p) NonPrivate averages (else None): one call for a shared data set,
+    one per replicate otherwise, those on numba's threads at once (``map_in_threads``: each run is
+    a pure function of its data set and replicate, so the numbers are those of a loop).  The
+    checkpoints (log-spaced, plus T_1 + 1 and n) come from a dry plan of the burn-in T_1."""
     from ..privacy.algorithms import p3_plan
     from ..thread_pools import map_in_threads
 
