@@ -8,8 +8,8 @@ process: ``start(entries)`` starts ``python -m stabsim.warmup --stdin``, which c
 given (module, name, signatures) into numba's on-disk cache, and ``finish(helper)`` waits for
 it once this process has compiled its own part; the call that follows then loads the kernel
 from the cache instead of compiling it.  A caller may also hand over callees that its own
-compilation types late (``twin._late_callees``: the fast replicates' ``_record`` and loss value,
-2-3 s in): those the helper has saved by then
+compilation types late (``twin._late_callees``: the fast replicates' stream keys and first draws,
+about 1.2 s in, then ``_record`` and the loss value): those the helper has saved by then
 are loaded instead of compiled.  Nothing is computed in the helper, so no number depends on it.
 
 Nothing is started when there is nothing to gain: every signature already compiled in this

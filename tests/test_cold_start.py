@@ -38,7 +38,8 @@ CASES = {"p1_alg1-hinge-l2": (dict(algorithm="p1_alg1", loss="auc_hinge", constr
                                             independent_noise=True), twin.FAST_POINT)}
 r = np.random.default_rng(0)
 X = r.standard_normal((24, 3)); y = np.where(r.random(24) < 0.5, 1.0, -1.0); y[:2] = [1.0, -1.0]
-APART = {"_record": twin._record, "linear_pair_value": twin.linear_pair_value, "point_coef": twin.point_coef}
+APART = {"_record": twin._record, "linear_pair_value": twin.linear_pair_value, "point_coef": twin.point_coef,
+         "stream_key": twin.stream_key, "_first_draws": twin._first_draws}
 report = {}
 for name, (kw, kind) in CASES.items():
     run = lambda: run_twin(X, y, replicates=5, T=200, seed=7, eta=0.05, neighbour="flip", progress=False, **kw)

@@ -198,7 +198,8 @@ def early_child(key, folder):
 
 def test_the_late_callees_handed_over_are_those_the_replicate_types(tmp_path):
     """The helper of a cold call compiles callees the kind's replicate types late (the fast kinds'
-    ``_record`` and loss value, 2-3 s in): the signatures handed over must be those the replicate
+    random-stream keys and first draws, about 1.2 s in, ``_record`` and loss value, about 1.8 s in):
+    the signatures handed over must be those the replicate
     itself calls (compiled by the helper and loaded, or compiled here when the helper was slower), or
     the helper's work is wasted.  The general kind hands over none: its reference point's losses call
     ``_grad`` with the typed flag ``_general_step`` uses, so one ``_grad`` is compiled, the one the
@@ -207,7 +208,8 @@ def test_the_late_callees_handed_over_are_those_the_replicate_types(tmp_path):
     # the fast kinds' callees have one recorded signature each (the one the suite's replicates typed)
     for k in range(twin.GENERAL):
         assert [(n, len(sigs)) for _, n, sigs in twin._late_callees(k)] == [
-            ("_record", 1), ("point_coef" if k == twin.FAST_POINT else "linear_pair_value", 1)]
+            ("stream_key", 1), ("_first_draws", 1), ("_record", 1),
+            ("point_coef" if k == twin.FAST_POINT else "linear_pair_value", 1)]
     done, _ = early_children.results(sys.modules[__name__], tmp_path)
     p = done["general"]
     assert p.returncode == 0, p.stderr

@@ -776,25 +776,33 @@ def _late_callees(kind: int) -> list:
     the replicate types them.  The general kind has none: its reference point's losses call
     ``_grad`` with a typed ``prime`` flag, the signature ``_general_step`` compiled (a literal False
     made it a second ``_grad``, about 6.6 s from an empty cache on a 2-vCPU Xeon, which the helper
-    compiled beside until session 24).  The fast kinds type ``_record`` and their loss's value
-    (about 0.9 s together) about 1.8 s in (the specialised build of a cold call, which hands them
-    the run-time codes: the same signatures), when the helper (about 0.7 s to start) has usually
-    written ``_record`` (1.2-1.3 s in, 2-vCPU AMD EPYC): whichever it is done with is loaded, the
-    others are compiled here as before.  The signatures are the warm-up's recorded ones (the
+    compiled beside until session 24).  The fast kinds type ``stream_key`` and ``_first_draws``
+    (0.25 s together) about 1.2 s in, then ``_record`` and their loss's value (about 0.9 s) about
+    1.8 s in (the specialised build of a cold call, which hands them the run-time codes: the same
+    signatures); the helper (about 0.7 s to start) writes them, in that order, at about 0.9, 1.0,
+    1.4-1.5 and 1.7-1.8 s (2-vCPU AMD EPYC): whichever it is done with is loaded, the others are
+    compiled here as before.  The signatures are the warm-up's recorded ones (the
     kernel's arguments have fixed types); one the call does not use only costs the helper's time."""
     from ..warmup import load_signatures
 
     want = _LATE_CALLEES[kind]
-    found = {(n, any(isinstance(t, types.BooleanLiteral) for t in sig)): (m, n, sig)
-             for m, n, sigs in load_signatures() if m == __name__ for sig in sigs}
-    return [(found[w][0], found[w][1], [found[w][2]]) for w in want if w in found]
+    # by name: a callee imported from elsewhere (``stream_key``) is recorded under the module of
+    # whichever kernel first compiled it; the dispatcher, and so its signature, is the same one
+    found = {}
+    for m, n, sigs in load_signatures():
+        for sig in sigs:
+            key = (n, any(isinstance(t, types.BooleanLiteral) for t in sig))
+            if m == __name__ or key not in found:
+                found[key] = sig
+    return [(__name__, w[0], [found[w]]) for w in want if w in found]
 
 
 #: per kind, (name, whether the signature has a literal flag) of the callees ``_late_callees`` hands to
 #: the helper, in the order it compiles them
-_LATE_CALLEES = {FAST_PREVIOUS: (("_record", False), ("linear_pair_value", False)),
-                 FAST_PAIR: (("_record", False), ("linear_pair_value", False)),
-                 FAST_POINT: (("_record", False), ("point_coef", False)),
+_FIRST_CALLEES = (("stream_key", False), ("_first_draws", False))
+_LATE_CALLEES = {FAST_PREVIOUS: _FIRST_CALLEES + (("_record", False), ("linear_pair_value", False)),
+                 FAST_PAIR: _FIRST_CALLEES + (("_record", False), ("linear_pair_value", False)),
+                 FAST_POINT: _FIRST_CALLEES + (("_record", False), ("point_coef", False)),
                  GENERAL: ()}
 
 
