@@ -282,6 +282,39 @@ def test_allprev_pairs_other_losses(loss):
         assert_close((v, g), (vr, gr), f"{loss} t={t}")
 
 
+@pytest.mark.parametrize("loss", ["auc_hinge", "auc_logistic", "auc_squared", "ranking_logistic", "ranking_hinge"])
+def test_allprev_counts_matches_naive(loss):
+    """P0 Alg. 1's all-previous average from the multiplicities of the previous draws
+    (``allprev_counts``, used once t > n) against the naive sum over the draws, repeats
+    included, on S and on S' (row k replaced; the replaced example drawn early and often)."""
+    rng = np.random.default_rng(8)
+    L = get_loss(loss)
+    n, d, T = 9, 3, 70
+    X, y, _ = random_case(rng, n, d)
+    if loss.startswith("ranking"):
+        y = rng.normal(size=n)
+    k, xrep, yrep = 2, rng.normal(size=d), -y[2]
+    Xe, ye = extended(X, y, xrep, yrep)
+    Xp, yp = nv.replaced(X, y, k, xrep, yrep)
+    idx = rng.integers(n, size=T + 1)
+    idx[:4] = k
+    for prime, (XR, yR) in ((False, (X, y)), (True, (Xp, yp))):
+        row = lambda i: n if (prime and i == k) else int(i)  # noqa: E731
+        for t in (1, 8, 9, 10, 40, T):
+            w = rng.normal(size=d)
+            counts = np.bincount(idx[:t], minlength=n).astype(float)
+            g = np.zeros(d)
+            v = ap.allprev_counts(L.form, L.phi, L.q, w, Xe, ye, row(idx[t]), counts, n, t, prime, k, n,
+                                  1.0, g)
+            vr, gr = 0.0, np.zeros(d)
+            a = idx[t]
+            for b in idx[:t]:
+                vb, gb = nv.pair_loss(loss, w, XR[a], yR[a], XR[b], yR[b])
+                vr += vb / t
+                gr += gb / t
+            assert_close((v, g), (vr, gr), f"{loss} t={t} prime={prime}")
+
+
 def test_logistic_separated_and_wide_range():
     """Logistic: nearly separated data (tiny losses: the block-product log path's absolute
     accuracy) and a score range beyond 600 (the per-pair fallback)."""

@@ -39,6 +39,7 @@ def _index_stream(rep, count, n):
     ("auc_hinge", "none", 1), ("auc_hinge", ("l2", 0.3), 1), ("auc_squared", "none", 1),
     ("auc_logistic", ("l2", 0.5), 1), ("auc_ordered_hinge", "none", 1),
     ("ranking_logistic", "none", 1), ("auc_hinge", ("l2", 0.5), 3), ("auc_squared", "none", 2),
+    ("ranking_logistic", "none", 4), ("auc_ordered_hinge", ("l2", 0.5), 16),
 ])
 def test_p1_alg1_and_buffer_match_reference(loss, constraint, s):
     X, y = _data(labels="real" if loss.startswith("ranking") else "pm")

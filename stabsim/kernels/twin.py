@@ -80,8 +80,10 @@ arrays, so the step is written once for both backends.
 * FULL_BATCH with a linear margin uses ``allpairs.allpairs_grad`` (O(n d) for the squared
   loss, O(n log n + n d) for the hinge, O(n_+ n_- + n d) for the logistic loss, instead of the
   O(n^2 d) double loop); ALL_PREV with a linear margin uses the tight loop
-  ``allpairs.allprev_pairs`` (O(t d)), and for the squared loss, once t > d, the running class
-  statistics of ``allpairs.allprev_squared`` (O(d^2) per step).  These agree with the double
+  ``allpairs.allprev_pairs`` (O(t d)) or, once t > n, the same sum over the n examples weighted
+  by their counts among the previous draws (``allpairs.allprev_counts``, O(n d)), and for the
+  squared loss, once t > d, the running class statistics of ``allpairs.allprev_squared``
+  (O(d^2) per step).  These agree with the double
   loops up to rounding (see allpairs.py; the tests compare them with tests/naive.py to 1e-12).
 * Helpers on the hot path are numba-inlined (``inline="always"``) at few call sites; numba
   builds and copies an inlined callee's IR at each site, so deep chains of them would make the
@@ -108,7 +110,7 @@ from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _lin
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
 from .. import compile_beside
 from .._signals import call_interruptible, new_stop_flag
-from .allpairs import allpairs_grad, allprev_pairs, allprev_squared, stats_add
+from .allpairs import allpairs_grad, allprev_counts, allprev_pairs, allprev_squared, stats_add
 from .native_call import address_for, caller_beside, make_native_caller
 from .nrt_free import NRT_FREE
 from .pipeline import LeanCompiler, SimplifiedCompiler
@@ -194,12 +196,52 @@ def _pair(form, phi, q, w, Xs, Ys, i, j, prime, k, krow, scale, g, dx):
 
 
 @njit(cache=True)
+def _buffer_pairs(form, phi, q, w, Xs, Ys, hist, s, prime, k, krow, mult, g):
+    """PREVIOUS with s > 1 and a linear margin (P1 Remark 7's buffer update): the average loss
+    (1/s) sum_{j=1}^s f(w; z_{i_t}, z_{i_{t-j}}), and g += mult * its gradient, written as
+    ``allpairs.allprev_pairs``: the score w.x_a once, one score w.x_b per buffered draw, the
+    gradient as one weighted sum of rows.  The pairs' sum of ``pair_loss_grad`` calls in real
+    arithmetic; in floating point w.(x_a - x_b) is sa - sb and the gradient (sum_j e_j) x_a -
+    sum_j e_j x_b, so the numbers agree with the per-pair loop to rounding (tests/naive.py to
+    1e-12), at about a quarter of its time for s = 16, d = 10 (benchmarks/README.md)."""
+    d = Xs.shape[1]
+    a = _rowid(_ring(hist, s, 0), prime, k, krow)
+    ya = Ys[a]
+    sa = 0.0
+    for c in range(d):
+        sa += w[c] * Xs[a, c]
+    tot = 0.0
+    ca = 0.0
+    f = mult / s
+    for jj in range(1, s + 1):
+        b = _rowid(_ring(hist, s, jj), prime, k, krow)
+        yb = Ys[b]
+        if form != RANKING and _linear_coef(form, ya, yb) == 0.0:
+            continue   # same-label AUC pair: zero loss and gradient
+        sb = 0.0
+        for c in range(d):
+            sb += w[c] * Xs[b, c]
+        v, fc = linear_pair_coef(form, phi, q, sa - sb, ya, yb)
+        tot += v
+        e = f * fc
+        if e != 0.0:
+            ca += e
+            for c in range(d):
+                g[c] -= e * Xs[b, c]
+    if ca != 0.0:
+        for c in range(d):
+            g[c] += ca * Xs[a, c]
+    return tot / s
+
+
+@njit(cache=True)
 def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult, g, dx, work, stats):
     """Add mult * (average gradient of the step-t pairs at w) to g; return the average loss.
 
     The general path (any schedule, any form).  ``work`` is the allpairs workspace
-    (FULL_BATCH); ``stats`` the running class statistics of the previous draws of this run
-    (ALL_PREV with the squared loss; a size-0 array otherwise).
+    (FULL_BATCH), or for ALL_PREV how often each example is among the previous draws (length n
+    when ``twin_layout`` keeps counts, else 0); ``stats`` the running class statistics of the
+    previous draws of this run (ALL_PREV with the squared loss; a size-0 array otherwise).
     """
     linear = form == AUC or form == AUC_ORDERED or form == RANKING
     tot = 0.0
@@ -207,6 +249,8 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
         ia = _ring(hist, s, 0)
         if s == 1:
             return _pair(form, phi, q, w, Xs, Ys, ia, _ring(hist, s, 1), prime, k, krow, mult, g, dx)
+        if linear:
+            return _buffer_pairs(form, phi, q, w, Xs, Ys, hist, s, prime, k, krow, mult, g)
         sc = mult / s
         for jj in range(1, s + 1):
             tot += _pair(form, phi, q, w, Xs, Ys, ia, _ring(hist, s, jj), prime, k, krow, sc, g, dx)
@@ -216,6 +260,8 @@ def _grad(schedule, t, s, n, hist, Xs, Ys, prime, k, krow, form, phi, q, w, mult
         if linear:
             if stats.shape[1] > 0 and t > Xs.shape[1]:
                 return allprev_squared(form, w, Xs, Ys, a, t, stats, mult, g, dx)
+            if work.shape[0] > 0 and t > n:
+                return allprev_counts(form, phi, q, w, Xs, Ys, a, work, n, t, prime, k, krow, mult, g)
             return allprev_pairs(form, phi, q, w, Xs, Ys, a, hist, t, prime, k, krow, mult, g)
         sc = mult / t
         for kk in range(t):
@@ -385,8 +431,10 @@ def kernel_kind(schedule: int, s: int, form: int) -> int:
 @njit(cache=True)
 def twin_layout(X, Y, R, schedule, s, form, phi, T):
     """(n, hlen, nwork, use_stats, slen): the number of examples and the sizes of one replicate's
-    scratch (``hist``: index history, ``work``: allpairs workspace, ``stats``: class statistics
-    of ALL_PREV with the squared loss, which needs labels in {-1, +1}; ``ranking`` allows any)."""
+    scratch (``hist``: index history, ``work``: allpairs workspace of FULL_BATCH, or the counts
+    of the previous draws of ALL_PREV when T > n and no class statistics are kept, ``stats``:
+    class statistics of ALL_PREV with the squared loss, which needs labels in {-1, +1};
+    ``ranking`` allows any)."""
     n = X.shape[1] - (R if X.shape[0] == 1 else 1)
     d = X.shape[2]
     linear = form == AUC or form == AUC_ORDERED or form == RANKING
@@ -399,6 +447,8 @@ def twin_layout(X, Y, R, schedule, s, form, phi, T):
                 if Y[i, j] != 1.0 and Y[i, j] != -1.0:
                     use_stats = False
     slen = 1 + d + d * d if use_stats else 0
+    if schedule == ALL_PREV and linear and not use_stats and T > n:
+        nwork = n
     return n, hlen, nwork, use_stats, slen
 
 
@@ -484,12 +534,18 @@ def build_replicate(KIND, POLL, SPEC=None):
             nrm2[run] = -1.0          # squared norms of the runs' w_{t-1} (-1: unknown)
         for c in range(hist.shape[0]):
             hist[c] = 0
+        counting = not FAST and schedule == ALL_PREV and work.shape[0] > 0   # (see _grad)
+        if counting:
+            for c in range(work.shape[0]):
+                work[c] = 0.0
         # slot 0 already equals slot 1 (the last step left w unchanged: its copy can be skipped)
         same0 = True
         same1 = True
         pend0 = 0.0     # lags 1, 2: weight not yet added to acc (see below)
         pend1 = 0.0
         _first_draws(schedule, key_i, s, seq, n, hist)
+        if counting:
+            work[hist[0]] += 1.0
         if not FAST and use_stats:   # only ALL_PREV (a GENERAL schedule) keeps class statistics
             for run in range(2):
                 stats_add(stats[run], Xs, Ys, _rowid(hist[0], run == 1, k, krow))
@@ -588,6 +644,8 @@ def build_replicate(KIND, POLL, SPEC=None):
             if not FAST and use_stats:   # (only ALL_PREV uses statistics: a GENERAL schedule)
                 for run in range(1 if mirror else 2):
                     stats_add(stats[run], Xs, Ys, _rowid(hist[t], run == 1, k, krow))
+            if counting:   # (the same indices on S and S': one count for both runs)
+                work[hist[t]] += 1.0
             lsum += fval
             l2sum += eta * eta * fval
             if lag >= 0:
