@@ -72,6 +72,25 @@ def phi_value_deriv(phi, m, q):
 
 
 @njit(cache=True, inline="always")
+def phi_deriv(phi, m, q):
+    """phi'(m) alone, by the operations ``phi_value_deriv`` uses for it (the same number), for
+    callers that discard the value: the logistic loss then skips its log1p, the q-hinge its
+    product."""
+    if phi == HINGE:
+        return -1.0 if m < 1.0 else 0.0
+    if phi == SQUARED:
+        return -2.0 * (1.0 - m)
+    if phi == LOGISTIC:
+        if m >= 0.0:
+            e = math.exp(-m)
+            return -e / (1.0 + e)
+        return -1.0 / (1.0 + math.exp(m))
+    if m < 1.0:
+        return -q * (1.0 - m) ** (q - 1.0)
+    return 0.0
+
+
+@njit(cache=True, inline="always")
 def _linear_coef(form, ya, yb):
     """The factor c with margin m = c * w.(xa - xb) for the linear pairwise forms."""
     if form == AUC:

@@ -282,6 +282,29 @@ def test_allprev_pairs_other_losses(loss):
         assert_close((v, g), (vr, gr), f"{loss} t={t}")
 
 
+@pytest.mark.parametrize("loss", LOSSES + ["auc_qhinge"])
+def test_allprev_gradient_alone_is_the_same_gradient(loss):
+    """P3 GIGA's gradient passes discard the average loss: ``allprev_pairs_grad`` (no loss values,
+    so no log1p for the logistic loss) must give allprev_pairs's gradient bit for bit, on S and S',
+    at margins on both sides of the kinks and at large |m| (the logistic loss's two branches)."""
+    rng = np.random.default_rng(9)
+    L = get_loss(loss, q=1.5) if loss == "auc_qhinge" else get_loss(loss)
+    n, d, t = 14, 3, 40
+    X, y, _ = random_case(rng, n, d)
+    if loss.startswith("ranking"):
+        y = np.round(rng.normal(size=n), 1)
+    Xe, ye = extended(X, y, rng.normal(size=d), -y[3])
+    idx = rng.integers(n, size=t + 1).astype(np.int64)
+    for scale_w in (0.05, 1.0, 40.0):
+        for prime in (False, True):
+            w = rng.normal(size=d) * scale_w
+            a = n if (prime and idx[t] == 3) else int(idx[t])
+            g1, g2 = np.full(d, 0.25), np.full(d, 0.25)
+            ap.allprev_pairs(L.form, L.phi, L.q, w, Xe, ye, a, idx, t, prime, 3, n, 0.7, g1)
+            ap.allprev_pairs_grad(L.form, L.phi, L.q, w, Xe, ye, a, idx, t, prime, 3, n, 0.7, g2)
+            np.testing.assert_array_equal(g2, g1)
+
+
 @pytest.mark.parametrize("loss", ["auc_hinge", "auc_logistic", "auc_squared", "ranking_logistic", "ranking_hinge"])
 def test_allprev_counts_matches_naive(loss):
     """P0 Alg. 1's all-previous average from the multiplicities of the previous draws

@@ -112,7 +112,7 @@ import math
 import numpy as np
 from ..jit import njit
 
-from ..losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, RANKING, SQUARED, phi_value_deriv
+from ..losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, RANKING, SQUARED, phi_deriv, phi_value_deriv
 
 #: extra workspace slots beyond 4 n: the explicit stack of the in-place quicksort
 _STACK = 160
@@ -736,6 +736,37 @@ def allprev_pairs(form, phi, q, w, Xs, Ys, a, prev, t, prime, k, krow, scale, g)
         for c in range(d):
             g[c] += ca * Xs[a, c]
     return tot / t
+
+
+@njit(cache=True)
+def allprev_pairs_grad(form, phi, q, w, Xs, Ys, a, prev, t, prime, k, krow, scale, g):
+    """``allprev_pairs``'s gradient alone (g += scale * the average gradient), by the same
+    operations in the same order (the same g, bit for bit), for callers that discard the average
+    loss: the logistic loss's log1p per pair, the costliest part of that loop, is not
+    evaluated (``losses.phi_deriv``).  Allocates nothing."""
+    d = Xs.shape[1]
+    ya = Ys[a]
+    sa = 0.0
+    for c in range(d):
+        sa += w[c] * Xs[a, c]
+    ca = 0.0
+    f = scale / t
+    for j in range(t):
+        b = _row(prev[j], prime, k, krow)
+        cc = _coef(form, ya, Ys[b])
+        if cc == 0.0 and form != RANKING:
+            continue
+        sb = 0.0
+        for c in range(d):
+            sb += w[c] * Xs[b, c]
+        e = f * phi_deriv(phi, cc * (sa - sb), q) * cc
+        if e != 0.0:
+            ca += e
+            for c in range(d):
+                g[c] -= e * Xs[b, c]
+    if ca != 0.0:
+        for c in range(d):
+            g[c] += ca * Xs[a, c]
 
 
 @njit(cache=True)
