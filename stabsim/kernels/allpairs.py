@@ -703,17 +703,30 @@ def allprev_squared(form, w, Xs, Ys, a, t, stats, scale, g, work):
     return (tot + same) / t
 
 
+@njit(cache=True, inline="always")
+def row_score(w, Xs, b):
+    """w.x_b for row b (the all-previous and buffer loops' score)."""
+    s = 0.0
+    for c in range(Xs.shape[1]):
+        s += w[c] * Xs[b, c]
+    return s
+
+
+@njit(cache=True, inline="always")
+def add_row(g, e, Xs, b):
+    """g += e x_b (with e = -e', the same numbers as g -= e' x_b: negation is exact)."""
+    for c in range(Xs.shape[1]):
+        g[c] += e * Xs[b, c]
+
+
 @njit(cache=True)
 def allprev_pairs(form, phi, q, w, Xs, Ys, a, prev, t, prime, k, krow, scale, g):
     """The O(t d) all-previous loop written tight (one score per previous draw, gradient as
     one weighted row sum): (1/t) sum_{j<t} f(w; z_a, z_{prev[j]}) with row substitution for
     S' applied to prev (a is already a row).  For any phi; the reference for
     ``allprev_squared``.  Allocates nothing."""
-    d = Xs.shape[1]
     ya = Ys[a]
-    sa = 0.0
-    for c in range(d):
-        sa += w[c] * Xs[a, c]
+    sa = row_score(w, Xs, a)
     tot = 0.0
     ca = 0.0
     f = scale / t
@@ -722,19 +735,15 @@ def allprev_pairs(form, phi, q, w, Xs, Ys, a, prev, t, prime, k, krow, scale, g)
         cc = _coef(form, ya, Ys[b])
         if cc == 0.0 and form != RANKING:
             continue
-        sb = 0.0
-        for c in range(d):
-            sb += w[c] * Xs[b, c]
+        sb = row_score(w, Xs, b)
         v, dv = phi_value_deriv(phi, cc * (sa - sb), q)
         tot += v
         e = f * dv * cc
         if e != 0.0:
             ca += e
-            for c in range(d):
-                g[c] -= e * Xs[b, c]
+            add_row(g, -e, Xs, b)
     if ca != 0.0:
-        for c in range(d):
-            g[c] += ca * Xs[a, c]
+        add_row(g, ca, Xs, a)
     return tot / t
 
 
@@ -744,11 +753,8 @@ def allprev_pairs_grad(form, phi, q, w, Xs, Ys, a, prev, t, prime, k, krow, scal
     operations in the same order (the same g, bit for bit), for callers that discard the average
     loss: the logistic loss's log1p per pair, the costliest part of that loop, is not
     evaluated (``losses.phi_deriv``).  Allocates nothing."""
-    d = Xs.shape[1]
     ya = Ys[a]
-    sa = 0.0
-    for c in range(d):
-        sa += w[c] * Xs[a, c]
+    sa = row_score(w, Xs, a)
     ca = 0.0
     f = scale / t
     for j in range(t):
@@ -756,17 +762,13 @@ def allprev_pairs_grad(form, phi, q, w, Xs, Ys, a, prev, t, prime, k, krow, scal
         cc = _coef(form, ya, Ys[b])
         if cc == 0.0 and form != RANKING:
             continue
-        sb = 0.0
-        for c in range(d):
-            sb += w[c] * Xs[b, c]
+        sb = row_score(w, Xs, b)
         e = f * phi_deriv(phi, cc * (sa - sb), q) * cc
         if e != 0.0:
             ca += e
-            for c in range(d):
-                g[c] -= e * Xs[b, c]
+            add_row(g, -e, Xs, b)
     if ca != 0.0:
-        for c in range(d):
-            g[c] += ca * Xs[a, c]
+        add_row(g, ca, Xs, a)
 
 
 @njit(cache=True)
@@ -779,11 +781,8 @@ def allprev_counts(form, phi, q, w, Xs, Ys, a, counts, n, t, prime, k, krow, sca
     added count times, so the sums agree with the loop to rounding, not bit for bit (the tests
     compare both with tests/naive.py to 1e-12).  S' reads row krow for example k.  Allocates
     nothing."""
-    d = Xs.shape[1]
     ya = Ys[a]
-    sa = 0.0
-    for c in range(d):
-        sa += w[c] * Xs[a, c]
+    sa = row_score(w, Xs, a)
     tot = 0.0
     ca = 0.0
     f = scale / t
@@ -795,17 +794,13 @@ def allprev_counts(form, phi, q, w, Xs, Ys, a, counts, n, t, prime, k, krow, sca
         cc = _coef(form, ya, Ys[b])
         if cc == 0.0 and form != RANKING:
             continue
-        sb = 0.0
-        for c in range(d):
-            sb += w[c] * Xs[b, c]
+        sb = row_score(w, Xs, b)
         v, dv = phi_value_deriv(phi, cc * (sa - sb), q)
         tot += m * v
         e = f * m * dv * cc
         if e != 0.0:
             ca += e
-            for c in range(d):
-                g[c] -= e * Xs[b, c]
+            add_row(g, -e, Xs, b)
     if ca != 0.0:
-        for c in range(d):
-            g[c] += ca * Xs[a, c]
+        add_row(g, ca, Xs, a)
     return tot / t

@@ -110,7 +110,7 @@ from ..losses import (AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, SQUARED, _lin
 from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, pair_ij, randint, stream_key
 from .. import compile_beside
 from .._signals import call_interruptible, new_stop_flag
-from .allpairs import allpairs_grad, allprev_counts, allprev_pairs, allprev_squared, stats_add
+from .allpairs import add_row, allpairs_grad, allprev_counts, allprev_pairs, allprev_squared, row_score, stats_add
 from .native_call import address_for, caller_beside, make_native_caller
 from .nrt_free import NRT_FREE
 from .pipeline import LeanCompiler, SimplifiedCompiler
@@ -204,12 +204,9 @@ def _buffer_pairs(form, phi, q, w, Xs, Ys, hist, s, prime, k, krow, mult, g):
     arithmetic; in floating point w.(x_a - x_b) is sa - sb and the gradient (sum_j e_j) x_a -
     sum_j e_j x_b, so the numbers agree with the per-pair loop to rounding (tests/naive.py to
     1e-12), at about a quarter of its time for s = 16, d = 10 (benchmarks/README.md)."""
-    d = Xs.shape[1]
     a = _rowid(_ring(hist, s, 0), prime, k, krow)
     ya = Ys[a]
-    sa = 0.0
-    for c in range(d):
-        sa += w[c] * Xs[a, c]
+    sa = row_score(w, Xs, a)
     tot = 0.0
     ca = 0.0
     f = mult / s
@@ -218,19 +215,15 @@ def _buffer_pairs(form, phi, q, w, Xs, Ys, hist, s, prime, k, krow, mult, g):
         yb = Ys[b]
         if form != RANKING and _linear_coef(form, ya, yb) == 0.0:
             continue   # same-label AUC pair: zero loss and gradient
-        sb = 0.0
-        for c in range(d):
-            sb += w[c] * Xs[b, c]
+        sb = row_score(w, Xs, b)
         v, fc = linear_pair_coef(form, phi, q, sa - sb, ya, yb)
         tot += v
         e = f * fc
         if e != 0.0:
             ca += e
-            for c in range(d):
-                g[c] -= e * Xs[b, c]
+            add_row(g, -e, Xs, b)
     if ca != 0.0:
-        for c in range(d):
-            g[c] += ca * Xs[a, c]
+        add_row(g, ca, Xs, a)
     return tot / s
 
 
