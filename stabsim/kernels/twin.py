@@ -203,7 +203,8 @@ def _buffer_pairs(form, phi, q, w, Xs, Ys, hist, s, prime, k, krow, mult, g):
     gradient as one weighted sum of rows.  The pairs' sum of ``pair_loss_grad`` calls in real
     arithmetic; in floating point w.(x_a - x_b) is sa - sb and the gradient (sum_j e_j) x_a -
     sum_j e_j x_b, so the numbers agree with the per-pair loop to rounding (tests/naive.py to
-    1e-12), at about a quarter of its time for s = 16, d = 10 (benchmarks/README.md)."""
+    1e-12); for s = 16, d = 10 a step takes about 0.63 of the per-pair loop's time
+    (benchmarks/README.md, "Where the CPU goes")."""
     a = _rowid(_ring(hist, s, 0), prime, k, krow)
     ya = Ys[a]
     sa = row_score(w, Xs, a)
