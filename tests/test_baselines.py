@@ -68,6 +68,30 @@ def test_kernel_matches_reference(method, radius):
     assert np.all(np.diff(tr.cpu) >= 0) and tr.cpu[0] >= 0
 
 
+
+@pytest.mark.parametrize("d", [1, 5, 40])
+def test_partner_sweep_is_the_pairwise_loop_bit_for_bit(d):
+    """OLP's and OAM_gra's sweep over the buffer (``_hinge_partners``: four margins summed at once)
+    leaves the gradient of one ``_hinge_pair`` call per partner, in order, bit for bit: for 0..11
+    partners (the four-at-a-time part, the remainder, both), active and inactive hinges mixed."""
+    from stabsim.kernels.baselines import _hinge_pair, _hinge_partners
+
+    g0 = np.random.default_rng(d)
+    X = g0.normal(size=(30, d))
+    y = np.where(np.arange(30) < 10, 1.0, -1.0)
+    partners = np.arange(10, 30, dtype=np.int64)
+    w = g0.normal(size=d) * 2.0 / math.sqrt(d)     # margins of either sign: some hinges inactive
+    active = 0
+    for i, v in ((0, w), (3, -w)):
+        for m in range(12):
+            want = g0.normal(size=d)
+            got = want.copy()
+            for b in partners[:m]:
+                active += _hinge_pair(v, X, i, y[i], b, y[b], 0.25, want) > 0
+            _hinge_partners(v, X, y, i, partners, m, 0.25, got)
+            assert np.array_equal(got, want)
+    assert 0 < active < 2 * sum(range(12))
+
 @pytest.mark.parametrize("alg", ["p1_alg1", "sgd_pair"])
 def test_single_trajectory_equals_engine(alg):
     """Table 1's Alg. 1 and SGD_pair are the engine's algorithms: the single-trajectory kernels
