@@ -3,8 +3,7 @@ dask.distributed cluster: ``local:N`` / a scheduler address), ``_compute_chunk``
 a block of replicates on one backend, ``stabsim.backend``; what a dask worker runs, so it
 stays importable by this path), the code-identity stamp every chunk carries (``StaleCode``),
 the backend stamp (``chunk_backend``, ``OtherBackend``), and ``_run_jobs`` (compute the
-missing chunks of a study, write each as it finishes (``ChunkWriter``: beside the next
-one's computation), report an interruption)."""
+missing chunks of a study, write each as it finishes, report an interruption)."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ import xarray as xr
 
 from .._signals import raise_if_interrupted
 from ..store import StoreError
-from .chunk_writer import ChunkWriter
 from .params import StudyError, get_kind
 
 
@@ -227,12 +225,6 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
         raise StudyError(str(e)) from None
     bar = tqdm(total=result.n_chunks, initial=result.n_chunks - len(jobs), unit="chunk", desc=spec.id,
                disable=not progress, file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
-
-    def write(ds, path):
-        sd.write_chunk(ds, path, expected[path.name])
-        result.computed += 1
-        bar.update(1)
-
     try:
         own = executor is None
         ex = Executor(scheduler, client) if own else executor
@@ -240,20 +232,16 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
             from ..codeid import code_identity
 
             mine = code_identity()
-            writer = ChunkWriter(write)   # chunk k is written while chunk k + 1 computes
-            try:
-                for (cell, start, stop, path), ds in ex.run(kind.func, spec, jobs, backend=backend):
-                    _check_returned_code(ds, mine)  # a dask worker running other code never mixes in
-                    if ds.attrs.get("chunk_backend") != backend:  # nor one that computed elsewhere
-                        raise OtherBackend(f"a chunk came back from a dask worker computed on backend "
-                                           f"{ds.attrs.get('chunk_backend')!r}, not {backend!r} as asked; "
-                                           f"{_WORKER_HOW}")
-                    writer.put(ds, path)
-                    raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim._signals)
-            except BaseException:
-                writer.finish(raise_errors=False)   # the finished chunk reaches the disk first
-                raise
-            writer.finish()
+            for (cell, start, stop, path), ds in ex.run(kind.func, spec, jobs, backend=backend):
+                _check_returned_code(ds, mine)  # a dask worker running other code never mixes in
+                if ds.attrs.get("chunk_backend") != backend:  # nor one that computed elsewhere
+                    raise OtherBackend(f"a chunk came back from a dask worker computed on backend "
+                                       f"{ds.attrs.get('chunk_backend')!r}, not {backend!r} as asked; "
+                                       f"{_WORKER_HOW}")
+                sd.write_chunk(ds, path, expected[path.name])
+                result.computed += 1
+                bar.update(1)
+                raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim._signals)
         except KeyboardInterrupt:
             if own:
                 ex.close(interrupted=True)
