@@ -56,6 +56,7 @@ from ._signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
 from .backend import BACKENDS
 from .thread_pools import configure_thread_pools
 from .resources import limit_malloc_arenas, release_freed_memory
+from .study.lane import StudyLane, take_studies
 from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
                     study_index, _hint)
 
@@ -205,17 +206,24 @@ def cmd_run(args) -> int:
         from .analyses.background import BackgroundAnalyses
 
         background = BackgroundAnalyses.start(plugins)
-    with Executor(args.scheduler) as ex, background or contextlib.nullcontext():
-        for spec in specs:  # each study is analysed as soon as it finishes
+    run_kw = dict(force=args.force, keep_chunks=args.keep_chunks, resume_hint=hint,
+                  recompute_stale=args.recompute_stale, backend=args.backend)
+    # many studies: a worker computes studies from the back on the cores left idle (stabsim.study.lane)
+    lane = StudyLane.start(specs, args.out, run_kw, args.scheduler, args.backend, plugins) \
+        if len(specs) >= WARM_STUDIES else None
+    with Executor(args.scheduler) as ex, background or contextlib.nullcontext(), lane or contextlib.nullcontext():
+        for spec, from_lane in take_studies(specs, lane):  # each study is analysed as soon as it finishes
             raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim._signals)
+            r, failure = from_lane or (None, None)
             try:
-                r = run_study(spec, args.out, executor=ex, force=args.force, progress=not args.no_progress,
-                              keep_chunks=args.keep_chunks, resume_hint=hint,
-                              recompute_stale=args.recompute_stale, backend=args.backend)
+                if from_lane is None:
+                    r = run_study(spec, args.out, executor=ex, progress=not args.no_progress, **run_kw)
             except Exception as e:  # one study that cannot run does not stop the others (Ctrl-C still does)
                 if len(specs) == 1:
                     raise
-                failures[spec.id] = _failure_text(e)
+                failure = _failure_text(e)
+            if failure is not None:
+                failures[spec.id] = failure
                 print(f"study {spec.id!r}: {failures[spec.id]}; going on with the other studies", file=sys.stderr)
                 continue
             print(r.summary())

@@ -35,13 +35,15 @@ class RunResult:
     removed_temps: list = field(default_factory=list)
     status: str = "complete"                           # or "already complete"
     seconds: float = 0.0
+    lane: bool = False                                 # computed by the second lane's worker (stabsim.study.lane)
 
     def summary(self) -> str:
         if self.status == "already complete":
             return f"{self.study_id}: already complete -> {self.data_path}"
         extra = f", {len(self.invalid)} invalid recomputed" if self.invalid else ""
+        where = " (second lane, on idle cores)" if self.lane else ""
         return (f"{self.study_id}: {self.n_chunks} chunks ({self.reused} reused, {self.computed} computed"
-                f"{extra}) on {self.backend} in {self.seconds:.1f} s -> {self.data_path}")
+                f"{extra}) on {self.backend} in {self.seconds:.1f} s{where} -> {self.data_path}")
 
 
 def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: bool = False,
