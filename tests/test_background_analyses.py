@@ -18,6 +18,7 @@ STUDIES = ["p1_thm1_rate", "p1_thm2_rate", "p1_thm4_gen", "p0_thm1", "p4_lemma14
 
 def _run(capsys, out, monkeypatch, inline):
     monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
+    monkeypatch.setenv("STABSIM_ONE_LANE", "1")   # every study computed here, in order (tests/test_study_lane.py)
     if inline:
         monkeypatch.setenv(INLINE_ENV, "1")
     else:

@@ -91,6 +91,7 @@ def _executor():
 
 def _run_in_lane(spec, out, kwargs):
     """(RunResult, None) or (None, failure text) of ``run_study`` in the worker."""
+    from ..resources import release_freed_memory
     from .run import run_study
 
     try:
@@ -101,6 +102,8 @@ def _run_in_lane(spec, out, kwargs):
         from ..cli import _failure_text
 
         return None, _failure_text(e)
+    finally:
+        release_freed_memory()   # as the calling process does between its studies
 
 
 class StudyLane:
