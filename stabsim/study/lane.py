@@ -11,8 +11,8 @@ with ``run_study`` into the same output folder, and takes the next one from the 
 (``SCHED_IDLE``; else at the lowest priority, nice 19) with numba on one thread: it computes only
 on a core that nothing else wants, so the studies of the calling process (and the analyses) run
 as before, and a core that would idle computes a later study instead.  Once the calling process
-has no study left to start (``finish``), the worker's next chunks use every core: the run then
-waits for the worker's last study, which by then has the machine to itself.
+has no study left to start (``StudyLane.finished(wait=True)``), the worker's next chunks use every
+core: the run then waits for the worker's last study, which by then has the machine to itself.
 
 Nothing changes in the results: a study is a pure function of its file, computed by the same
 ``run_study`` (numbers do not depend on the thread count), written into its own folder under its
@@ -32,10 +32,12 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
+from .execution import Executor
+
 #: Set to "1" to compute every study in the calling process (no second lane).
 ONE_LANE_ENV = "STABSIM_ONE_LANE"
 
-_FINISH = None   # (in the worker) the event ``StudyLane.finish`` sets
+_FINISH = None   # (in the worker) the event set once the calling process has no study left to start
 
 
 def _lowest_priority() -> str:
@@ -73,20 +75,17 @@ def _init_lane(plugins, finish) -> None:
         load_plugins(list(plugins))
 
 
-def _executor():
-    """An in-process ``Executor`` whose chunks use every core once ``finish`` was called."""
-    from .execution import Executor
+class _LaneExecutor(Executor):
+    """The in-process ``Executor`` of the worker: its chunks use every core once the calling
+    process has no study left to start (``_FINISH`` set)."""
 
-    class LaneExecutor(Executor):
-        def run(self, func, spec, jobs, backend="cpu"):
-            import numba
+    def run(self, func, spec, jobs, backend="cpu"):
+        import numba
 
-            for job in jobs:
-                if _FINISH is not None and _FINISH.is_set():
-                    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
-                yield from super().run(func, spec, [job], backend=backend)
-
-    return LaneExecutor()
+        for job in jobs:
+            if _FINISH is not None and _FINISH.is_set():
+                numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+            yield from super().run(func, spec, [job], backend=backend)
 
 
 def _run_in_lane(spec, out, kwargs):
@@ -95,7 +94,7 @@ def _run_in_lane(spec, out, kwargs):
     from .run import run_study
 
     try:
-        result = run_study(spec, out, executor=_executor(), progress=False, **kwargs)
+        result = run_study(spec, out, executor=_LaneExecutor(), progress=False, **kwargs)
         result.lane = True
         return result, None
     except Exception as e:   # handed to the caller as text: it reports it like its own failures
