@@ -67,13 +67,14 @@ def test_a_worker_that_dies_gives_its_study_back(tmp_path, capsys):
     assert "computed here" in capsys.readouterr().err
 
 
-def test_an_interrupt_stops_the_worker(tmp_path):
+def test_an_interrupt_stops_the_worker(tmp_path, capsys):
     specs = _specs(STUDIES[:3])
     with pytest.raises(KeyboardInterrupt):
         with StudyLane(specs, tmp_path, {}) as lane:
             assert not lane._idle.is_set()   # the last study handed out at once
             raise KeyboardInterrupt
     assert not [p for p in multiprocessing.active_children() if p.is_alive()]
+    assert "computed here" not in capsys.readouterr().err   # an interrupt gives nothing back
 
 
 def test_no_lane_where_it_cannot_help(tmp_path, monkeypatch):

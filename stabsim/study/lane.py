@@ -120,6 +120,7 @@ class StudyLane:
         self._idle = threading.Event()   # set while the worker has no study
         self._idle.set()
         self._broken = False
+        self._closing = False   # set on an interrupt: the worker is killed, nothing is given back
         ctx = multiprocessing.get_context("spawn")   # not forked: numba's threads may be running
         self._finish = ctx.Event()
         # (concurrent.futures, not multiprocessing.Pool: a worker that dies fails its study
@@ -161,6 +162,9 @@ class StudyLane:
         fut.add_done_callback(partial(self._done_callback, spec))
 
     def _done_callback(self, spec, fut) -> None:   # (in the pool's management thread)
+        if self._closing:   # killed on an interrupt: its finished chunks are on disk, nothing to say
+            self._idle.set()
+            return
         try:
             done = (spec, *fut.result())
         except BaseException as e:   # noqa: BLE001  (the worker died: this process computes the study)
@@ -201,6 +205,7 @@ class StudyLane:
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:   # an interrupt: the worker's finished chunks are on disk
+            self._closing = True
             for proc in list(getattr(self._pool, "_processes", {}).values()):
                 try:   # best effort: concurrent.futures has no public way to stop a running call
                     proc.kill()
