@@ -55,7 +55,7 @@ from pathlib import Path
 from ._signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
 from .backend import BACKENDS
 from .thread_pools import configure_thread_pools
-from .resources import limit_malloc_arenas, release_freed_memory
+from .resources import freeze_long_lived, limit_malloc_arenas, release_freed_memory
 from .study.lane import StudyLane, take_studies
 from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
                     study_index, _hint)
@@ -194,6 +194,7 @@ def cmd_run(args) -> int:
 
         warm_studies(ids, log=lambda m: print(m, file=sys.stderr),
                      like={s.id: study_likeness(s.kind, s.sections) for s in specs})
+    freeze_long_lived()   # imports and the warm-up's compiled code: out of the garbage collector's walks
     reporting = (args.report is not None or "suite" in args.study) and analyse is not None
     ledger = None
     if reporting:   # the report's privacy ledger, accounted while the studies run

@@ -72,6 +72,10 @@ def _init_worker(plugins) -> None:
         from ..plugins import load_plugins
 
         load_plugins(list(plugins))
+    from .. import plots  # noqa: F401  (matplotlib, imported by the first figure anyway)
+    from ..resources import freeze_long_lived
+
+    freeze_long_lived()   # the collector walks only what the analyses create
 
 
 def _analyse(study_dir, run_seconds, out_dir) -> dict:

@@ -73,6 +73,9 @@ def _init_lane(plugins, finish) -> None:
         from ..plugins import load_plugins
 
         load_plugins(list(plugins))
+    from ..resources import freeze_long_lived
+
+    freeze_long_lived()   # the collector walks only what the studies create
 
 
 class _LaneExecutor(Executor):
