@@ -38,6 +38,7 @@ import os
 import threading
 from collections import deque
 from functools import partial
+from importlib import import_module
 
 #: Set to "1" to analyse each study in the computing process, after it (no worker process).
 INLINE_ENV = "STABSIM_ANALYSE_INLINE"
@@ -72,7 +73,7 @@ def _init_worker(plugins) -> None:
         from ..plugins import load_plugins
 
         load_plugins(list(plugins))
-    from .. import plots  # noqa: F401  (matplotlib, imported by the first figure anyway)
+    import_module("..plots", __package__)   # matplotlib, which the first figure imports anyway: frozen too
     from ..resources import freeze_long_lived
 
     freeze_long_lived()   # the collector walks only what the analyses create
