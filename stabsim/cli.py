@@ -194,7 +194,8 @@ def cmd_run(args) -> int:
 
         warm_studies(ids, log=lambda m: print(m, file=sys.stderr),
                      like={s.id: study_likeness(s.kind, s.sections) for s in specs})
-    freeze_long_lived()   # imports and the warm-up's compiled code: out of the garbage collector's walks
+    if len(specs) >= WARM_STUDIES:   # a long run: imports and the warm-up's code out of the garbage collector's walks
+        freeze_long_lived()
     reporting = (args.report is not None or "suite" in args.study) and analyse is not None
     ledger = None
     if reporting:   # the report's privacy ledger, accounted while the studies run

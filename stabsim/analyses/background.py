@@ -38,7 +38,6 @@ import os
 import threading
 from collections import deque
 from functools import partial
-from importlib import import_module
 
 #: Set to "1" to analyse each study in the computing process, after it (no worker process).
 INLINE_ENV = "STABSIM_ANALYSE_INLINE"
@@ -54,29 +53,14 @@ NICE = 10
 
 
 def _init_worker(plugins) -> None:
-    import signal
+    from ..helper_process import ignore_interrupts, prepare_helper
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops this worker
+    ignore_interrupts()
     try:   # the computation first: a descheduled OpenMP thread holds all its threads at a barrier
         os.nice(NICE)
     except (AttributeError, OSError):
         pass
-    import numba
-
-    from ..thread_pools import configure_thread_pools
-    from ..builtin import load_all
-
-    configure_thread_pools()
-    numba.set_num_threads(1)   # the computing process keeps the cores (numbers do not depend on it)
-    load_all()
-    if plugins:
-        from ..plugins import load_plugins
-
-        load_plugins(list(plugins))
-    import_module("..plots", __package__)   # matplotlib, which the first figure imports anyway: frozen too
-    from ..resources import freeze_long_lived
-
-    freeze_long_lived()   # the collector walks only what the analyses create
+    prepare_helper(plugins, preload=("stabsim.plots",))   # matplotlib, which the first figure imports anyway
 
 
 def _analyse(study_dir, run_seconds, out_dir) -> dict:

@@ -55,27 +55,13 @@ def _lowest_priority() -> str:
 
 
 def _init_lane(plugins, finish) -> None:
-    import signal
+    from ..helper_process import ignore_interrupts, prepare_helper
 
     global _FINISH
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's: it stops this worker
+    ignore_interrupts()
     _FINISH = finish
     _lowest_priority()
-    import numba
-
-    from ..builtin import load_all
-    from ..thread_pools import configure_thread_pools
-
-    configure_thread_pools()
-    numba.set_num_threads(1)   # one core while the calling process computes (numbers do not depend on it)
-    load_all()
-    if plugins:
-        from ..plugins import load_plugins
-
-        load_plugins(list(plugins))
-    from ..resources import freeze_long_lived
-
-    freeze_long_lived()   # the collector walks only what the studies create
+    prepare_helper(plugins)
 
 
 class _LaneExecutor(Executor):
