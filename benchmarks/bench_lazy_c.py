@@ -60,8 +60,9 @@ TARGET_D = 10
 CLOSE_CALL = 0.02
 EPS = float(np.finfo(float).eps)
 BASE_FLAGS = ["-O3", "-march=native"]
-KERNEL_IMPLS = {"run_twin": "call"}   # run_twin timings -> their kernel calls
-LABELS = {"run_twin": "run_twin R=1", "call": "kernel call", "plain_c": "plain C", "plain_c_fma": "plain C (FMA)",
+KERNEL_IMPLS = {"run_twin": "call", "run_twin_spec": "call_spec"}   # run_twin timings -> their kernel calls
+LABELS = {"run_twin": "run_twin R=1", "call": "kernel call", "run_twin_spec": "run_twin R=1 specialised",
+          "call_spec": "kernel call (specialised)", "plain_c": "plain C", "plain_c_fma": "plain C (FMA)",
           "lazy_c": "lazy C", "lazy_c_fma": "lazy C (FMA)",
           "lazy_c_fastmath": "lazy C (-ffast-math)"}
 
@@ -156,8 +157,16 @@ def ratios(times: dict, summary: dict, num: str, den: str) -> dict:
             "paired_median": float(np.median(paired))}
 
 
-def kernel_final(X, y, T, cons) -> dict:
-    ds = bt.kernel_run(X, y, T, 1, cons, record_outputs=True)
+def spec_run(X, y, T, cons, record_outputs=False):
+    """``bt.kernel_run`` with R = 1 and ``specialise=True``: the replicate compiled for this
+    configuration (stabsim.kernels.twin.wants_specialised)."""
+    return bt.run_twin(X, y, algorithm=bt.ALGORITHM, loss=bt.LOSS, constraint=cons, eta=bt.ETA, T=T, replicates=1,
+                       seed=bt.SEED, neighbour=bt.NEIGHBOUR, record_outputs=record_outputs, specialise=True)
+
+
+def kernel_final(X, y, T, cons, specialise=False) -> dict:
+    ds = (spec_run(X, y, T, cons, record_outputs=True) if specialise
+          else bt.kernel_run(X, y, T, 1, cons, record_outputs=True))
     return {"dist_iterate": float(ds.dist_iterate[0, -1]), "dist_output": float(ds.dist_output[0, -1]),
             "loss": float(ds.loss_path[0, -1]), "A": np.asarray(ds.output[0, -1, 0]),
             "Ap": np.asarray(ds.output[0, -1, 1])}
@@ -218,9 +227,10 @@ def fmt_ratio(r: dict) -> str:
 
 def write_md(path: Path, res: dict) -> None:
     cfg, rows = res["config"], res["rows"]
-    cols = [k for k in ("run_twin", "call", "plain_c", "plain_c_fma", "lazy_c", "lazy_c_fma", "lazy_c_fastmath")
+    cols = [k for k in ("run_twin", "call", "run_twin_spec", "call_spec", "plain_c", "plain_c_fma", "lazy_c", "lazy_c_fma", "lazy_c_fastmath")
             if k in rows[0]["ns"]]
     qcols = [k for k in ("run_twin/plain_c", "run_twin/lazy_c", "call/plain_c", "call/lazy_c",
+                         "run_twin_spec/plain_c", "run_twin_spec/lazy_c", "call_spec/plain_c",
                          "run_twin/lazy_c_fma", "run_twin/lazy_c_fastmath", "lazy_c/plain_c")
              if k in rows[0]["ratios"]]
     qlab = lambda k: " / ".join(LABELS[x] for x in k.split("/"))  # noqa: E731
@@ -249,7 +259,7 @@ def write_md(path: Path, res: dict) -> None:
           "| d | loop | ‖w_T − w'_T‖ | ‖A_T − A'_T‖ | loss | A_T, A'_T: max abs / max rel diff | "
           "tolerance (entry) | within |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        for tag in ("plain_c", "plain_c_fma", "lazy_c", "lazy_c_fma", "lazy_c_fastmath", "general"):
+        for tag in ("plain_c", "plain_c_fma", "lazy_c", "lazy_c_fma", "lazy_c_fastmath", "general", "run_twin_spec"):
             a = r["agreement"].get(tag)
             if a is None:
                 continue
@@ -281,8 +291,11 @@ def verdicts(rows: list) -> dict:
     """The targets at d = TARGET_D: met / not met, with the text for the report (nothing is asserted)."""
     r10 = next(r for r in rows if r["d"] == TARGET_D)
     verdict = {}
-    num = "run_twin"
-    for key, den in (("run_twin_over_plain_c", "plain_c"), ("run_twin_over_lazy_c", "lazy_c")):
+    for num, key, den in (("run_twin", "run_twin_over_plain_c", "plain_c"), ("run_twin", "run_twin_over_lazy_c", "lazy_c"),
+                          ("run_twin_spec", "run_twin_over_plain_c", "plain_c"),
+                          ("run_twin_spec", "run_twin_over_lazy_c", "lazy_c")):
+        if f"{num}/{den}" not in r10["ratios"]:
+            continue
         r = r10["ratios"][f"{num}/{den}"]
         met = r["of_medians"] <= TARGETS[key]
         text = (f"{LABELS[num]} / {LABELS[den]} <= {TARGETS[key]:g}: {r['of_medians']:.3f} "
@@ -295,7 +308,7 @@ def verdicts(rows: list) -> dict:
         if abs(off) < CLOSE_CALL:
             text += (f"; within {100 * CLOSE_CALL:.0f} % of the target, inside the run-to-run spread: "
                      "too close to call from one run")
-        verdict[key] = {"ratio": r["of_medians"], "paired_median": r["paired_median"], "met": met, "text": text}
+        verdict[key + ("_specialised" if num == "run_twin_spec" else "")] = {"ratio": r["of_medians"], "paired_median": r["paired_median"], "met": met, "text": text}
     return verdict
 
 
@@ -314,6 +327,11 @@ def bit_identity(rows: list) -> str:
                 f"{'identical' if gi else 'NOT identical'}; the lag-2 output is given up to rounding by the "
                 f"deferred sum (max rel. diff of A_T {max(g['output_max_rel_diff'] for g in gen):.1e}, of "
                 f"||A_T - A'_T|| {max(g['rel_diff']['dist_output'] for g in gen):.1e}).  ")
+    spec = [r["agreement"].get("run_twin_spec") for r in rows]
+    if all(a is not None for a in spec):
+        same = all(a["output_identical"] and all(a["identical"].values()) for a in spec)
+        bit += ("run_twin with specialise=True (the replicate compiled for this configuration): "
+                + ("identical to the default's" if same else "NOT identical to the default's") + ".  ")
     bit += (f"The lazy C loop (no FMA): iterates and losses {'identical to' if lazy_exact else 'differ from'} "
             f"run_twin's; its output is another summation of the same average, equal to rounding (max rel. diff of "
             f"A_T {max(r['agreement']['lazy_c']['output_max_rel_diff'] for r in rows):.1e}, of ||A_T - A'_T|| "
@@ -348,7 +366,8 @@ def main(argv=None) -> dict:
     builds = ("its one build (parallel=True, loaded from numba's on-disk cache or compiled in the warm-up, "
               "not timed), run with one thread; a call with R T max(d, 10) < "
               f"{kt.INTERRUPTIBLE_MIN_WORK:.0e} (here d = 10) runs in the calling thread, a larger one (d = 100) "
-              "in a helper thread (stabsim._signals.call_interruptible)")
+              "in a helper thread (stabsim._signals.call_interruptible); \"specialised\": `specialise=True`, the "
+              "replicate compiled for this configuration (stabsim.kernels.twin.wants_specialised), the same numbers")
     ktimer = bt.KernelTimer()
     if ktimer.calls is None:
         raise SystemExit("stabsim.twin has no twin_kernel to time")
@@ -356,7 +375,7 @@ def main(argv=None) -> dict:
     for d in DIMS:
         X, y = bt.data(d)
         Xext, Yext, k, krow = bt.neighbour_arrays(X, y)
-        impls = {"run_twin": lambda: bt.kernel_run(X, y, T, 1, cons),
+        impls = {"run_twin": lambda: bt.kernel_run(X, y, T, 1, cons), "run_twin_spec": lambda: spec_run(X, y, T, cons),
                  **{tag: (lambda cl=cl: cl.run(Xext, Yext, k, krow, T, radius)) for tag, cl in loops.items()}}
         for fn in impls.values():                  # warm-up (compiles or loads the kernel)
             fn()
@@ -364,11 +383,13 @@ def main(argv=None) -> dict:
         summary = summarise(times, T)
         q = {f"{a}/{b}": ratios(times, summary, a, b) for a, b in (
             ("run_twin", "plain_c"), ("run_twin", "lazy_c"), ("call", "plain_c"), ("call", "lazy_c"),
+            ("run_twin_spec", "plain_c"), ("run_twin_spec", "lazy_c"), ("call_spec", "plain_c"),
             ("run_twin", "plain_c_fma"), ("run_twin", "lazy_c_fma"),
             ("run_twin", "lazy_c_fastmath"), ("lazy_c", "plain_c"))}
         ref = kernel_final(X, y, T, cons)
         finals = {tag: c_final(cl, Xext, Yext, k, krow, T, radius) for tag, cl in loops.items()}
         agreement = {tag: compare(f, ref, T, radius) for tag, f in finals.items()}
+        agreement["run_twin_spec"] = compare(kernel_final(X, y, T, cons, specialise=True), ref, T, radius)
         if not args.no_general:
             agreement["general"] = compare(general_final(X, y, T, cons), ref, T, radius)
         row = {"d": d, "T": T, "ns": summary, "ratios": q,
@@ -378,8 +399,9 @@ def main(argv=None) -> dict:
                "projection_active_share": finals["plain_c"]["projection_active_share"]}
         rows.append(row)
         print(f"d={d:<3} " + "  ".join(f"{LABELS[n]} {summary[n]['median_ns']:.1f}"
-                                      for n in ("run_twin", "call", *loops))
-              + f"\n      run_twin/plain C {q['run_twin/plain_c']['of_medians']:.2f}  run_twin/lazy C "
+                                      for n in ("run_twin", "call", "run_twin_spec", "call_spec", *loops))
+              + f"\n      run_twin/plain C {q['run_twin/plain_c']['of_medians']:.2f} (specialised "
+              f"{q['run_twin_spec/plain_c']['of_medians']:.2f})  run_twin/lazy C "
               f"{q['run_twin/lazy_c']['of_medians']:.2f}  lazy C output max rel diff "
               f"{agreement['lazy_c']['output_max_rel_diff']:.1e}", flush=True)
     load_after = bt.load_now()

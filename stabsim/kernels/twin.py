@@ -750,7 +750,7 @@ def _twin_kernel(replicate, X, Y, kidx, krows, reps, seed, schedule, s, seq, for
 _CPU_REPLICATES = tuple(build_replicate(kind, True) for kind in range(GENERAL + 1))
 
 
-def replicate_address(kind: int, kernel_args: tuple) -> int:
+def replicate_address(kind: int, kernel_args: tuple, specialise: bool = False) -> int:
     """The address of kind ``kind``'s replicate compiled for ``_twin_kernel(addr, *kernel_args)``
     (compiled or loaded from the on-disk cache on first use; when it is compiled, the kernel and
     the checkpoint sums are compiled meanwhile in a helper process, ``stabsim.compile_beside``).
@@ -762,18 +762,27 @@ def replicate_address(kind: int, kernel_args: tuple) -> int:
     in the background: a later call of another configuration of that kind loads it from the
     cache, or waits for the helper if it is still at it.  The specialised build only fixes
     run-time codes as constants, so its numbers are the general build's, bit for bit
-    (tests/test_cold_start.py; LLVM keeps IEEE arithmetic without fast-math flags)."""
+    (tests/test_cold_start.py; LLVM keeps IEEE arithmetic without fast-math flags).
+
+    ``specialise`` (a fast kind): run the build specialised to this configuration whatever is
+    compiled (``wants_specialised``), compiled if it is in neither this process nor the on-disk
+    cache, with nothing compiled after it."""
     general = _CPU_REPLICATES[kind]
     beside = functools.partial(_compiled_beside, kind)
-    if kind == GENERAL or not SPECIALISE_COLD:
+    if kind == GENERAL or not (SPECIALISE_COLD or specialise):
         return address_for(general, kernel_args, replicate_types, beside=beside)
     spec = specialisation(kernel_args)
     try:
-        key = (kind, spec, tuple(map(compute_fingerprint, kernel_args)))
+        key = (kind, spec, bool(specialise), tuple(map(compute_fingerprint, kernel_args)))
     except Exception:   # (as in address_for: no shortcut without fingerprints)
         key = None
     addr = _CHOSEN.get(key) if key is not None else None
     if addr is not None:
+        return addr
+    if specialise:
+        addr = address_for(_specialised(kind, spec), kernel_args, replicate_types, beside=beside)
+        if key is not None:
+            _CHOSEN[key] = addr
         return addr
     want = replicate_types(tuple(typeof(a) for a in kernel_args))
     helper = compile_beside.pending(__name__, f"_CPU_REPLICATES[{kind}]", want)
@@ -792,8 +801,37 @@ def replicate_address(kind: int, kernel_args: tuple) -> int:
 #: run a fast kind's specialised replicate when its general build is not compiled yet
 #: (``replicate_address``); the warm-up's recording turns it off, to record the general builds
 SPECIALISE_COLD = True
-#: (kind, specialisation, the arguments' fingerprints) -> the replicate's address
+#: (kind, specialisation, forced, the arguments' fingerprints) -> the replicate's address
 _CHOSEN: dict = {}
+#: ``wants_specialised``'s automatic rule: a noise-free call of a fast kind with R T max(d, 10) at
+#: least this runs its specialised build (about 12-20 s on one core at d = 10, where that build
+#: is 20-40 % faster and its compilation takes about 4 s once; benchmarks/README.md, "Builds
+#: specialised to a configuration")
+SPECIALISE_MIN_WORK = 4 * 10**9
+
+
+def check_specialise(specialise) -> None:
+    """``specialise`` must be None (automatic), True or False."""
+    if specialise is not None and not isinstance(specialise, (bool, np.bool_)):
+        raise ValueError(f"specialise must be None (automatic), True or False, got {specialise!r}")
+
+
+def wants_specialised(kind: int, noise: int, work: float, specialise) -> bool:
+    """Whether a ``twin_kernel`` call runs the replicate specialised to its configuration (its
+    loss form, constraint, noise mode, output lag, reference point, recorded outputs and dimension
+    compiled in as constants; the same numbers bit for bit).  ``specialise``: True (a fast kind
+    always), False (never: the general build, but for the cold start's rule in
+    ``replicate_address``) or None, automatic: a fast kind without noise whose work
+    ``R T max(d, 10)`` is at least ``SPECIALISE_MIN_WORK``.  Without noise the specialised build
+    saves 20-40 % of the kernel's time at d <= 20, 18 % at d = 50 and 6 % at d = 100 (P1 Alg. 1);
+    with noise the normal draws take most of the time and it saves nothing.  The general kind
+    has no specialised build."""
+    check_specialise(specialise)
+    if kind == GENERAL:
+        return False
+    if specialise is None:
+        return noise == NOISE_NONE and work >= SPECIALISE_MIN_WORK
+    return bool(specialise)
 
 
 def spec_of(form, ckind, noise, lag, has_ref, rec_out, p=None) -> tuple:
@@ -1033,7 +1071,7 @@ def call_setup(schedule, s, form, etas, omegas, sigma, indep_noise, kind, T, str
 
 def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
                 etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs,
-                kind=None, T=None, strides=(1, 1), stop=None):
+                kind=None, T=None, strides=(1, 1), stop=None, specialise=None):
     """Run R coupled replicates; see the module docstring for the arguments' meaning.
 
     X (nS, n + m, d), Y (nS, n + m): nS = 1 (one data set) or R (one per replicate); the first
@@ -1050,6 +1088,9 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
     ``stop[0]`` is non-zero.  Called from the main thread, the kernel runs in a helper thread
     and a signal (Ctrl-C, SIGTERM) sets the flag and is re-raised here within about a second
     (``stabsim._signals.call_interruptible``); the unfinished ``rec`` is then discarded.
+
+    ``specialise``: None (automatic), True or False: whether a fast kind runs the replicate
+    compiled for this configuration (``wants_specialised``); the numbers are the same.
     """
     sigma, noise, T, es, os_, kk = call_setup(schedule, s, form, etas, omegas, sigma, indep_noise, kind, T, strides)
     i64 = np.int64
@@ -1057,8 +1098,10 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
         stop = new_stop_flag()
     # A short call on a fast kind (under about 0.1 s on one core) runs directly: a signal waits for
     # it, and it saves the helper thread's start (0.05-0.5 ms on a loaded machine).
-    small = kk != GENERAL and W0.shape[0] * T * max(X.shape[2], 10) < INTERRUPTIBLE_MIN_WORK
+    work = W0.shape[0] * T * max(X.shape[2], 10)
+    small = kk != GENERAL and work < INTERRUPTIBLE_MIN_WORK
+    spec = wants_specialised(kk, noise, work, specialise)
     args = (X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
             float(q), i64(ckind), float(radius), i64(md), i64(T), etas, i64(es), omegas, i64(os_),
             i64(avg_lag), i64(noise), sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs, stop)
-    (_direct if small else call_interruptible)(_twin_kernel, replicate_address(kk, args), *args, stop=stop)
+    (_direct if small else call_interruptible)(_twin_kernel, replicate_address(kk, args, spec), *args, stop=stop)
