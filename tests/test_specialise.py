@@ -55,23 +55,24 @@ def test_specialised_build_gives_the_general_builds_numbers(data, case, monkeypa
         assert np.array_equal(a.view(np.int64), b.view(np.int64)), name   # bit for bit (NaN included)
 
 
-def test_automatic_rule(monkeypatch):
-    work = twin.SPECIALISE_MIN_WORK
+def test_automatic_rule():
+    steps, dmax = twin.SPECIALISE_MIN_STEPS, twin.SPECIALISE_MAX_D
     for kind in (twin.FAST_PREVIOUS, twin.FAST_PAIR, twin.FAST_POINT):
-        assert twin.wants_specialised(kind, twin.NOISE_NONE, work, None)
-        assert not twin.wants_specialised(kind, twin.NOISE_NONE, work - 1, None)
-        assert not twin.wants_specialised(kind, twin.NOISE_SHARED, 10 * work, None)   # noise: nothing to gain
-        assert twin.wants_specialised(kind, twin.NOISE_INDEPENDENT, 1, True)
-        assert not twin.wants_specialised(kind, twin.NOISE_NONE, 10 * work, False)
+        assert twin.wants_specialised(kind, twin.NOISE_NONE, steps, dmax, None)
+        assert not twin.wants_specialised(kind, twin.NOISE_NONE, steps - 1, 10, None)
+        assert not twin.wants_specialised(kind, twin.NOISE_NONE, 10 * steps, dmax + 1, None)
+        assert not twin.wants_specialised(kind, twin.NOISE_SHARED, 10 * steps, 10, None)   # noise: nothing to gain
+        assert twin.wants_specialised(kind, twin.NOISE_INDEPENDENT, 1, 1000, True)
+        assert not twin.wants_specialised(kind, twin.NOISE_NONE, 10 * steps, 10, False)
     for specialise in (None, True, False):   # the general path has no specialised build
-        assert not twin.wants_specialised(twin.GENERAL, twin.NOISE_NONE, 10 * work, specialise)
+        assert not twin.wants_specialised(twin.GENERAL, twin.NOISE_NONE, 10 * steps, 10, specialise)
 
 
 def test_automatic_rule_in_a_call(data, monkeypatch):
     """With the threshold lowered to the call's work, a noise-free call takes the specialised build
     and a noisy one does not."""
     kw, kind = CASES["p1_alg1-hinge-l2"]
-    monkeypatch.setattr(twin, "SPECIALISE_MIN_WORK", 4 * 300 * 10)   # R T max(d, 10) of `run`
+    monkeypatch.setattr(twin, "SPECIALISE_MIN_STEPS", 4 * 300)   # R T of `run`
     monkeypatch.setattr(twin, "_CHOSEN", {})
     run(data, None, **kw)
     assert chosen(kind, True) == 1

@@ -803,11 +803,12 @@ def replicate_address(kind: int, kernel_args: tuple, specialise: bool = False) -
 SPECIALISE_COLD = True
 #: (kind, specialisation, forced, the arguments' fingerprints) -> the replicate's address
 _CHOSEN: dict = {}
-#: ``wants_specialised``'s automatic rule: a noise-free call of a fast kind with R T max(d, 10) at
-#: least this runs its specialised build (about 12-20 s on one core at d = 10, where that build
-#: is 20-40 % faster and its compilation takes about 4 s once; benchmarks/README.md, "Builds
-#: specialised to a configuration")
-SPECIALISE_MIN_WORK = 4 * 10**9
+#: ``wants_specialised``'s automatic rule: a noise-free call of a fast kind with at least this many
+#: twin steps (R T; about 12 s on one core at d = 10, where the specialised build is 30 % faster and
+#: compiles in about 4 s once) and d at most ``SPECIALISE_MAX_D`` (at d = 100 it is 6 % faster)
+#: runs its specialised build (benchmarks/README.md, "Builds specialised to a configuration")
+SPECIALISE_MIN_STEPS = 4 * 10**8
+SPECIALISE_MAX_D = 64
 
 
 def check_specialise(specialise) -> None:
@@ -816,21 +817,22 @@ def check_specialise(specialise) -> None:
         raise ValueError(f"specialise must be None (automatic), True or False, got {specialise!r}")
 
 
-def wants_specialised(kind: int, noise: int, work: float, specialise) -> bool:
+def wants_specialised(kind: int, noise: int, steps: int, d: int, specialise) -> bool:
     """Whether a ``twin_kernel`` call runs the replicate specialised to its configuration (its
     loss form, constraint, noise mode, output lag, reference point, recorded outputs and dimension
     compiled in as constants; the same numbers bit for bit).  ``specialise``: True (a fast kind
     always), False (never: the general build, but for the cold start's rule in
-    ``replicate_address``) or None, automatic: a fast kind without noise whose work
-    ``R T max(d, 10)`` is at least ``SPECIALISE_MIN_WORK``.  Without noise the specialised build
-    saves 20-40 % of the kernel's time at d <= 20, 18 % at d = 50 and 6 % at d = 100 (P1 Alg. 1);
-    with noise the normal draws take most of the time and it saves nothing.  The general kind
-    has no specialised build."""
+    ``replicate_address``) or None, automatic: a fast kind without noise, with at least
+    ``SPECIALISE_MIN_STEPS`` twin steps (``steps`` = R T) at a dimension ``d`` of at most
+    ``SPECIALISE_MAX_D``.  Without noise the specialised build saves 20-40 % of the kernel's time
+    at d <= 20, 18 % at d = 50 and 6 % at d = 100 (P1 Alg. 1; sgd_pair 21 % at d = 10); with noise
+    the normal draws take most of the time and it saves nothing.  The general kind has no
+    specialised build."""
     check_specialise(specialise)
     if kind == GENERAL:
         return False
     if specialise is None:
-        return noise == NOISE_NONE and work >= SPECIALISE_MIN_WORK
+        return noise == NOISE_NONE and steps >= SPECIALISE_MIN_STEPS and d <= SPECIALISE_MAX_D
     return bool(specialise)
 
 
@@ -1098,9 +1100,8 @@ def twin_kernel(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, c
         stop = new_stop_flag()
     # A short call on a fast kind (under about 0.1 s on one core) runs directly: a signal waits for
     # it, and it saves the helper thread's start (0.05-0.5 ms on a loaded machine).
-    work = W0.shape[0] * T * max(X.shape[2], 10)
-    small = kk != GENERAL and work < INTERRUPTIBLE_MIN_WORK
-    spec = wants_specialised(kk, noise, work, specialise)
+    small = kk != GENERAL and W0.shape[0] * T * max(X.shape[2], 10) < INTERRUPTIBLE_MIN_WORK
+    spec = wants_specialised(kk, noise, W0.shape[0] * T, X.shape[2], specialise)
     args = (X, Y, kidx, krows, reps, i64(seed), i64(schedule), i64(s), i64(seq), i64(form), i64(phi),
             float(q), i64(ckind), float(radius), i64(md), i64(T), etas, i64(es), omegas, i64(os_),
             i64(avg_lag), i64(noise), sigma, bool(has_ref), wref, W0, ckpts, rec, bool(rec_out), outs, stop)
