@@ -159,9 +159,9 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         Dataset, ``.var(name)`` one (replicate, t) array) instead of building the Dataset, which
         costs about 1 ms: for callers that run many small calls (the worst-neighbour search).
     specialise : True runs the kernel compiled for this configuration (loss, constraint, noise,
-        output rule, d as constants): the same numbers, 20-40 % faster at d <= 20 without noise,
-        after a first compilation of about 4 s (cached on disk).  None (default): only for a long
-        noise-free call (``kernels.twin.wants_specialised``); False: never.  The CPU only.
+        output rule, d as constants): the same numbers, 20-40 % faster at d <= 20 without noise
+        (slower with it), after a first compilation of about 4 s (cached on disk).  None
+        (default): for a long noise-free call (``kernels.twin.wants_specialised``); False: never.
 
     Returns
     -------

@@ -825,8 +825,9 @@ def wants_specialised(kind: int, noise: int, steps: int, d: int, specialise) -> 
     ``replicate_address``) or None, automatic: a fast kind without noise, with at least
     ``SPECIALISE_MIN_STEPS`` twin steps (``steps`` = R T) at a dimension ``d`` of at most
     ``SPECIALISE_MAX_D``.  Without noise the specialised build saves 20-40 % of the kernel's time
-    at d <= 20, 18 % at d = 50 and 6 % at d = 100 (P1 Alg. 1; sgd_pair 21 % at d = 10); with noise
-    the normal draws take most of the time and it saves nothing.  The general kind has no
+    at d <= 20, 18 % at d = 50 and 7-10 % at d = 100 (P1 Alg. 1; uniform pairs 20 % at d = 10);
+    with noise the normal draws take most of the time and it is 3-10 % slower
+    (benchmarks/bench_specialised.py).  The general kind has no
     specialised build."""
     check_specialise(specialise)
     if kind == GENERAL:
