@@ -20,7 +20,7 @@ from .algorithms import get_algorithm
 from .backend import device_description, resolve_backend, thread_default
 from .constraints import get_constraint
 from .kernels import N_REC, twin_kernel
-from .kernels.twin import check_specialise, checkpoint_sums
+from .kernels.twin import call_specialises, checkpoint_sums
 from .losses import get_loss
 from .neighbours import as_neighbour, make_neighbours
 from .provenance import provenance
@@ -201,10 +201,10 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     etas, es = kernel_step_sizes(eta, T)
     omegas, os_ = alg.kernel_omegas(etas, es, T)
     be = resolve_backend(backend)
-    check_specialise(specialise)
     sigma = float(sigma)
     if not (sigma >= 0 and math.isfinite(sigma)):
         raise ValueError(f"sigma (noise level) must be finite and >= 0, got {sigma!r}")
+    spec = call_specialises(specialise, alg.schedule, alg.buffer, lossf.form, sigma, R * T, d)
     nb = as_neighbour(neighbour)
     kidx, xrep, yrep = make_neighbours(nb, X, y, reps, seed, problem=problem)
     kkern = mirrored_kidx(X, y, kidx, xrep, yrep) if mirror_identical else kidx
@@ -216,7 +216,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     rec = np.full((R, ck.size, N_REC), np.nan)
     outs = np.zeros((R, ck.size, 2, p) if record_outputs else (1, 1, 2, 1))
     kernel = backend_kernel(be)
-    spec_kw = {} if be == "cuda" else {"specialise": specialise}
+    spec_kw = {} if be == "cuda" else {"specialise": spec}
     # the GPU: one block, chunked by its memory (no progress bar)
     blocks, bar = ([slice(0, R)], None) if be == "cuda" else replicate_blocks(R, T, p, progress)
     try:

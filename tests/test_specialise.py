@@ -26,9 +26,9 @@ def data():
     return X, y
 
 
-def run(data, specialise, **kw):
+def run(data, specialise, progress=False, **kw):
     X, y = data
-    return run_twin(X, y, replicates=4, T=300, seed=11, eta=0.05, neighbour="flip", progress=False,
+    return run_twin(X, y, replicates=4, T=300, seed=11, eta=0.05, neighbour="flip", progress=progress,
                     specialise=specialise, **kw)
 
 
@@ -70,7 +70,7 @@ def test_automatic_rule():
 
 def test_automatic_rule_in_a_call(data, monkeypatch):
     """With the threshold lowered to the call's work, a noise-free call takes the specialised build
-    and a noisy one does not."""
+    and a noisy one does not; a call run in blocks (a progress bar) is decided as a whole."""
     kw, kind = CASES["p1_alg1-hinge-l2"]
     monkeypatch.setattr(twin, "SPECIALISE_MIN_STEPS", 4 * 300)   # R T of `run`
     monkeypatch.setattr(twin, "_CHOSEN", {})
@@ -78,6 +78,9 @@ def test_automatic_rule_in_a_call(data, monkeypatch):
     assert chosen(kind, True) == 1
     run(data, None, sigma=0.2, **kw)
     assert chosen(kind, True) == 1 and chosen(kind, False) == 1
+    monkeypatch.setattr(twin, "_CHOSEN", {})
+    run(data, None, progress=True, **kw)   # one block per replicate: decided for the whole call
+    assert chosen(kind, True) == 1 and chosen(kind, False) == 0
 
 
 @pytest.mark.parametrize("bad", ["yes", 1, 0.0, [True]])

@@ -811,12 +811,6 @@ SPECIALISE_MIN_STEPS = 4 * 10**8
 SPECIALISE_MAX_D = 64
 
 
-def check_specialise(specialise) -> None:
-    """``specialise`` must be None (automatic), True or False."""
-    if specialise is not None and not isinstance(specialise, (bool, np.bool_)):
-        raise ValueError(f"specialise must be None (automatic), True or False, got {specialise!r}")
-
-
 def wants_specialised(kind: int, noise: int, steps: int, d: int, specialise) -> bool:
     """Whether a ``twin_kernel`` call runs the replicate specialised to its configuration (its
     loss form, constraint, noise mode, output lag, reference point, recorded outputs and dimension
@@ -829,12 +823,20 @@ def wants_specialised(kind: int, noise: int, steps: int, d: int, specialise) -> 
     with noise the normal draws take most of the time and it is 3-10 % slower
     (benchmarks/bench_specialised.py).  The general kind has no
     specialised build."""
-    check_specialise(specialise)
+    if specialise is not None and not isinstance(specialise, (bool, np.bool_)):
+        raise ValueError(f"specialise must be None (automatic), True or False, got {specialise!r}")
     if kind == GENERAL:
         return False
     if specialise is None:
         return noise == NOISE_NONE and steps >= SPECIALISE_MIN_STEPS and d <= SPECIALISE_MAX_D
     return bool(specialise)
+
+
+def call_specialises(specialise, schedule, s, form, sigma, steps: int, d: int) -> bool:
+    """``wants_specialised`` for a whole ``run_twin`` call of ``steps`` = R T twin steps, decided
+    once for all the replicate blocks it is run in (a progress bar splits it into about 20)."""
+    kind = kernel_kind(int(schedule), int(s), int(form))
+    return wants_specialised(kind, NOISE_NONE if sigma == 0 else NOISE_SHARED, steps, d, specialise)
 
 
 def spec_of(form, ckind, noise, lag, has_ref, rec_out, p=None) -> tuple:
