@@ -135,4 +135,5 @@ def test_map_in_threads_raises_the_error_and_drops_the_calls_not_started():
 
     with pytest.raises(ValueError, match="replicate 1 failed"):
         map_in_threads(call, range(40), threads=2)
-    assert started[:2] == [0, 1] and len(started) <= 4
+    # (the thread that ran call 0 may start call 2 before the other thread records call 1)
+    assert sorted(started)[:2] == [0, 1] and len(started) <= 4
