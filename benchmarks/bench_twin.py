@@ -200,9 +200,12 @@ class KernelTimer:
         return timed
 
 
-def kernel_run(X, y, T, R, constraint, record_outputs=False):
+def kernel_run(X, y, T, R, constraint, record_outputs=False, specialise=None):
+    """The benchmark's run_twin call; ``specialise`` is passed only when given (a --stabsim copy from
+    before it existed has no such argument)."""
+    extra = {} if specialise is None else {"specialise": specialise}
     return run_twin(X, y, algorithm=ALGORITHM, loss=LOSS, constraint=constraint, eta=ETA, T=T,
-                    replicates=R, seed=SEED, neighbour=NEIGHBOUR, record_outputs=record_outputs)
+                    replicates=R, seed=SEED, neighbour=NEIGHBOUR, record_outputs=record_outputs, **extra)
 
 
 def neighbour_arrays(X, y):

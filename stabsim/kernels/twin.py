@@ -805,7 +805,7 @@ SPECIALISE_COLD = True
 _CHOSEN: dict = {}
 #: ``wants_specialised``'s automatic rule: a noise-free call of a fast kind with at least this many
 #: twin steps (R T; about 12 s on one core at d = 10, where the specialised build is 30 % faster and
-#: compiles in about 4 s once) and d at most ``SPECIALISE_MAX_D`` (at d = 100 it is 6 % faster)
+#: compiles in about 4 s once) and d at most ``SPECIALISE_MAX_D`` (at d = 100 it is 7-10 % faster)
 #: runs its specialised build (benchmarks/README.md, "Builds specialised to a configuration")
 SPECIALISE_MIN_STEPS = 4 * 10**8
 SPECIALISE_MAX_D = 64
@@ -821,8 +821,7 @@ def wants_specialised(kind: int, noise: int, steps: int, d: int, specialise) -> 
     ``SPECIALISE_MAX_D``.  Without noise the specialised build saves 20-40 % of the kernel's time
     at d <= 20, 18 % at d = 50 and 7-10 % at d = 100 (P1 Alg. 1; uniform pairs 20 % at d = 10);
     with noise the normal draws take most of the time and it is 3-10 % slower
-    (benchmarks/bench_specialised.py).  The general kind has no
-    specialised build."""
+    (benchmarks/bench_specialised.py).  The general kind has no specialised build."""
     if specialise is not None and not isinstance(specialise, (bool, np.bool_)):
         raise ValueError(f"specialise must be None (automatic), True or False, got {specialise!r}")
     if kind == GENERAL:
