@@ -199,10 +199,38 @@ def rate_rule(fit: SlopeFit, exponent: float, kind: str, tol: float) -> tuple[bo
     raise ValueError(f"kind={kind!r} is not allowed: use 'upper', 'lower' or 'exact'")
 
 
-def _class_of(lo: float, hi: float, a: float, kind: str, tol: float) -> str:
-    if lo - tol <= a <= hi + tol:
+#: the qualifier family of a rate row whose curve has a shape that says nothing about the claimed
+#: rate on the measured range (one rule each, the same for every paper): below the bound's curve
+#: while decaying more slowly (``check_rate``), flattened by noise that fills the domain
+#: (``noise_saturation`` callers), or held at a term the bound itself keeps (P4-F1's floor).
+SHAPE_PRE_ASYMPTOTIC = "shape: pre-asymptotic"
+SHAPE_SATURATED = "shape: saturated"
+SHAPE_FLOOR = "shape: floor"
+SHAPE_QUALIFIERS = (SHAPE_PRE_ASYMPTOTIC, SHAPE_SATURATED, SHAPE_FLOOR)
+
+
+#: the smallest error in a rate exponent that a rate row must be able to detect: a row whose slope CI
+#: is wider than this on either side, or whose band (nominal exponent .. the bound's own slope) is
+#: wider than twice this, cannot tell the claimed rate from one 0.25 away ("cannot discriminate").
+RATE_RESOLUTION = 0.25
+
+
+def shape_band(exponent: float, shape_slope: float | None) -> tuple[float, float]:
+    """The band of slopes the claim allows on the measured range: between the nominal polynomial
+    exponent and the log-log slope of the bound's own expression there (log factors included).
+    Without an expression the band is the exponent alone."""
+    a = float(exponent)
+    if shape_slope is None or not math.isfinite(shape_slope):
+        return a, a
+    return min(a, float(shape_slope)), max(a, float(shape_slope))
+
+
+def _class_of(lo: float, hi: float, a, kind: str, tol: float) -> str:
+    """Class of the slope CI [lo, hi] against the band ``a`` (a number or a (low, high) pair)."""
+    b_lo, b_hi = (a, a) if not isinstance(a, tuple) else a
+    if lo - tol <= b_hi and b_lo <= hi + tol:
         return "matches"
-    below = hi < a - tol  # the measure decays faster / grows more slowly than x^a
+    below = hi < b_lo - tol  # the measure decays faster / grows more slowly than every slope of the band
     if kind == "upper":
         return "faster than claimed" if below else "inconsistent"
     if kind == "lower":
@@ -210,36 +238,89 @@ def _class_of(lo: float, hi: float, a: float, kind: str, tol: float) -> str:
     return "inconsistent"
 
 
-def rate_class(fit: SlopeFit, exponent: float, kind: str = "upper", tol: float = 0.0) -> tuple[str, str]:
-    """(verdict, qualifier) of a slope fit against a nominal exponent (module rules).
+def rate_class(fit: SlopeFit, exponent: float, kind: str = "upper", tol: float = 0.0,
+               shape_slope: float | None = None) -> tuple[str, str]:
+    """(verdict, qualifier) of a slope fit against the band of ``shape_band(exponent, shape_slope)``
+    (module rules).
 
     The global fit decides, unless the last decade of the sweep disagrees with it significantly
     and would give another class: then "inconclusive" with qualifier "curvature"."""
     if kind not in ("upper", "lower", "exact"):
         raise ValueError(f"kind={kind!r} is not allowed: use 'upper', 'lower' or 'exact'")
-    g = _class_of(fit.lower, fit.upper, exponent, kind, tol)
+    band = shape_band(exponent, shape_slope)
+    g = _class_of(fit.lower, fit.upper, band, kind, tol)
     if fit.local_slope is None:
         return g, ""
     disagree = not (fit.local_lower <= fit.slope <= fit.local_upper)  # significant: the local CI excludes it
-    loc = _class_of(fit.local_lower, fit.local_upper, exponent, kind, tol)
+    loc = _class_of(fit.local_lower, fit.local_upper, band, kind, tol)
     if disagree and loc != g:
         return "inconclusive", "curvature"
     return g, ""
 
 
+def rate_power(fit: SlopeFit, band: tuple[float, float]) -> tuple[bool, str]:
+    """(can_fail, note): could this sweep have told the claimed rate from one ``RATE_RESOLUTION`` away?
+
+    Yes when both half-widths of the slope CI are at most ``RATE_RESOLUTION`` and the band is at
+    most twice that wide.  Otherwise the note says what is missing: the x range that would bring
+    the CI down to the resolution (the half-width of a least-squares slope falls like 1/span of
+    log x at a fixed number of points and replicates), or that the bound's log factors move its
+    slope by more than the resolution over this range."""
+    half = max(fit.upper - fit.slope, fit.slope - fit.lower)
+    width = band[1] - band[0]
+    x = np.asarray(fit.x, dtype=float)
+    why = []
+    if not half <= RATE_RESOLUTION:
+        span = math.log(x.max() / x.min())
+        need = x.min() * math.exp(span * half / RATE_RESOLUTION)
+        why.append(f"slope CI half-width {half:.2g} > {RATE_RESOLUTION:g}: a rate {RATE_RESOLUTION:g} away "
+                   f"would not be detected on x = {x.min():.4g}..{x.max():.4g}; about x = {x.min():.4g}.."
+                   f"{need:.3g} would be needed at this number of points and replicates")
+    if not width <= 2 * RATE_RESOLUTION:
+        why.append(f"the bound's own slope here ({band[0]:.3g}..{band[1]:.3g} with the nominal exponent) spans "
+                   f"{width:.2g} > {2 * RATE_RESOLUTION:g}: its log factors dominate on this range")
+    if why:
+        return False, "; ".join(why)
+    return True, (f"slope CI half-width {half:.2g} <= {RATE_RESOLUTION:g} and band width {width:.2g} <= "
+                  f"{2 * RATE_RESOLUTION:g}: a rate {RATE_RESOLUTION:g} outside the band would be detected")
+
+
+def _below_curve(y: np.ndarray, curve, level: float, n_boot: int, seed: int, paired: bool) -> bool | None:
+    """True when the bootstrap upper end of the replicate mean lies below ``curve`` at every x."""
+    if curve is None:
+        return None
+    c = np.asarray(curve, dtype=float).ravel()
+    if c.shape != (y.shape[1],) or not np.all(np.isfinite(c)):
+        raise ValueError(f"the bound curve has {c.size} entries, the sweep {y.shape[1]}")
+    upper = np.quantile(_bootstrap_means(y, n_boot, seed, paired), 0.5 + level / 2, axis=0)
+    return bool(np.all(upper < c))
+
+
 def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 0.0, level: float = 0.95,
                n_boot: int = 2000, seed: int = 0, paired: bool = True, key: str = "", quantity: str = "",
-               tag: str = "RATE", bound_values=None, notes: Sequence[str] = (), log_factors: str = "") -> Verdict:
-    """Compare the measured log-log slope with a theorem's nominal exponent (module rules).
+               tag: str = "RATE", bound_values=None, notes: Sequence[str] = (), log_factors: str = "",
+               shape_values=None, explicit_bound=None, finding: str = "") -> Verdict:
+    """Compare the measured log-log slope with a theorem's rate on the measured range (module rules).
 
     ``x``: the swept variable (t, n, eta, eps, ...); ``y_reps``: per-replicate measure (R, m);
     ``exponent``: the bound's *nominal polynomial* exponent in x (``rate_exponent`` reads it
-    from the registry).  Never pass the local log-log slope of an expression with log factors
-    (over a short range ln^2 n turns a decay into a positive "exponent"); name the log factors
-    in ``log_factors`` instead, and widen ``tol`` for them only if chosen before the run.
+    from the registry).  Never pass the local log-log slope of an expression with log factors as
+    the exponent; name the log factors in ``log_factors`` and give the expression itself as
+    ``shape_values`` (or ``bound_values``): the verdict then compares the slope CI with the band
+    between the nominal exponent and the expression's own slope over x (``shape_band``), and a row
+    whose CI or band is too wide to tell a rate ``RATE_RESOLUTION`` away is "inconclusive (cannot
+    discriminate)" with ``can_fail`` False (``rate_power``).
     ``kind``: "upper" (default; the theorem says measure = O(x^exponent)), "lower" or "exact".
-    ``bound_values``: optional bound curve on x; gives the tightness ratio measure/bound along
-    the sweep (for a RATE entry the O(.) constant is 1, so only the ratio's drift is meaningful).
+    ``bound_values``: optional bound curve on x (the registered expression with the study's own
+    parameters); gives the tightness ratio measure/bound along the sweep (for a RATE entry the O(.)
+    constant is 1, so only the ratio's drift is meaningful), and the shape when ``shape_values`` is
+    not given.
+    ``explicit_bound``: a curve with the theorem's real constants, when the study has one.  A slope
+    significantly slower than the band ("inconsistent", kind "upper") whose data lie below the
+    bound's curve (``explicit_bound``, else ``bound_values``) at every x, CI upper ends included, is
+    a pre-asymptotic shape, not a contradiction: "inconclusive (shape: pre-asymptotic)".
+    ``finding``: the id of the docs/errata.md entry that argues an asymptotic contradiction (e.g. a
+    provable 1/log^2 t rate); such a row keeps "inconsistent" whatever the curve.
     """
     tol = float(tol)
     if tol < 0:
@@ -247,7 +328,31 @@ def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 
     _check_against_registry(key, None, quantity)  # any tag: an explicit bound's rate may be checked too
     fit = fit_slope(x, y_reps, level=level, n_boot=n_boot, seed=seed, paired=paired)
     a = float(exponent)
-    verdict, qualifier = rate_class(fit, a, kind, tol)
+    shape = bound_values if shape_values is None else shape_values
+    shape_slope = None
+    if shape is not None:
+        sv = np.asarray(shape, dtype=float).ravel()
+        if sv.shape == fit.x.shape and np.all(sv > 0) and np.all(np.isfinite(sv)):
+            shape_slope = bound_slope(fit.x, sv)
+    band = shape_band(a, shape_slope)
+    verdict, qualifier = rate_class(fit, a, kind, tol, shape_slope)
+    can_fail, power_note = rate_power(fit, band)
+    extra = []
+    if verdict in ("faster than claimed", "inconsistent", "consistent"):
+        can_fail = True
+        power_note = "significant: the slope CI lies outside the band"
+    elif verdict == "matches" and not can_fail:
+        verdict, qualifier = "inconclusive", "cannot discriminate"
+    if verdict == "inconsistent" and kind == "upper" and not finding:
+        curve = explicit_bound if explicit_bound is not None else bound_values
+        y = np.asarray(y_reps.transpose(REPLICATE, ...).values if isinstance(y_reps, xr.DataArray) else y_reps,
+                       dtype=float)
+        if _below_curve(y, curve, fit.level, n_boot, seed, paired):
+            which = "the explicit bound" if explicit_bound is not None else "the bound's expression (O(.) constants 1)"
+            verdict, qualifier = "inconclusive", SHAPE_PRE_ASYMPTOTIC
+            extra.append(f"rule verdict: inconsistent; the measure stays below {which} at every x (CI upper ends "
+                         "included) while decaying more slowly: a pre-asymptotic shape on this range, not a "
+                         "contradiction of the O(.) claim")
     matched = fit.lower - tol <= a <= fit.upper + tol
     tmin = tmax = math.nan
     if bound_values is not None:
@@ -255,16 +360,21 @@ def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 
         if b.shape != fit.mean.shape:
             raise ValueError(f"bound values have {b.size} entries, the sweep {fit.mean.size}")
         tmin, tmax = _finite_range(xr.DataArray(np.where(b > 0, fit.mean / b, np.nan)))
+    if finding:
+        extra.append(f"asymptotic contradiction argued in {finding}")
     return Verdict(key=key, quantity=quantity, tag=tag, verdict=verdict, qualifier=qualifier,
                    n_replicates=fit.n_replicates, level=fit.level, slope=fit.slope, slope_lower=fit.lower,
                    slope_upper=fit.upper, exponent=a, tol=tol, kind=kind, rate_matched=matched,
                    tightness_min=tmin, tightness_max=tmax, local_slope=fit.local_slope,
                    local_lower=fit.local_lower, local_upper=fit.local_upper, log_factors=log_factors,
-                   notes=tuple(notes) + _rate_notes(fit, a, kind, tol, verdict, qualifier, log_factors),
+                   shape_slope=shape_slope, can_fail=can_fail, power_note=power_note,
+                   notes=tuple(notes) + _rate_notes(fit, a, kind, tol, verdict, qualifier, log_factors, band)
+                   + tuple(extra),
                    details=fit)
 
 
-def _rate_notes(fit: SlopeFit, a: float, kind: str, tol: float, verdict: str, qualifier: str, log_factors: str):
+def _rate_notes(fit: SlopeFit, a: float, kind: str, tol: float, verdict: str, qualifier: str, log_factors: str,
+               band: tuple[float, float] | None = None):
     out = [f"{kind} rule, tol = {tol:g}, {fit.n_boot} bootstrap resamples "
            f"({'paired' if fit.paired else 'per-x'}) over {fit.n_replicates} replicates"
            + (f"; CI widened for lack of fit (se {fit.se_fit:.2g}; bootstrap alone "
@@ -275,8 +385,11 @@ def _rate_notes(fit: SlopeFit, a: float, kind: str, tol: float, verdict: str, qu
         how = "decays faster" if a < 0 else "grows more slowly"
         out.append(f"the measure {how} than x^{a:g}: consistent with the O(.) bound, "
                    f"but its rate is not attained on this range")
+    if band is not None and band[1] > band[0]:
+        out.append(f"band of the claim on this range: {band[0]:.3g}..{band[1]:.3g} (nominal exponent {a:g} and "
+                   f"the bound's own log-log slope over x)")
     if verdict == "inconsistent":
-        out.append(f"slope CI [{fit.lower:.3g}, {fit.upper:.3g}] excludes the exponent {a:g} on the wrong side")
+        out.append(f"slope CI [{fit.lower:.3g}, {fit.upper:.3g}] lies on the wrong side of the band")
     if fit.local_slope is not None:
         out.append(f"last decade (x >= {fit.local_from:.4g}): slope {fit.local_slope:.3g} "
                    f"[{fit.local_lower:.3g}, {fit.local_upper:.3g}]"

@@ -7,6 +7,7 @@ vacuity threshold, and the consistency check of a registered key's tag and quant
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -20,6 +21,9 @@ VACUOUS_TIGHTNESS = 0.01
 OK_VERDICTS = ("holds", "consistent", "matches", "faster than claimed", "private")
 #: verdicts that claim a failure; only ever given when significant.
 FAILED_VERDICTS = ("violated", "inconsistent", "not private at this setting")
+#: qualifier of a failed row that rests on a literal reading of the paper's typesetting which its
+#: authors would not defend (docs/errata.md says which): reported, never a headline finding.
+LITERAL_READING = "literal reading"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -45,6 +49,13 @@ class Verdict:
     slope, slope_lower, slope_upper, exponent, tol, kind, rate_matched   rates (``exponent`` is
                  the nominal polynomial exponent; ``log_factors`` names the log factors beside it).
     local_slope, local_lower, local_upper  the slope over the last decade of the sweep.
+    shape_slope  rates: the log-log slope of the bound's own expression over the measured range (log
+                 factors included); the claim's band runs from it to ``exponent``.
+    can_fail     whether the design could have detected a failure of the claimed size (bounds: a
+                 quantity at twice the bound, at the measured relative precision; rates: a rate
+                 ``RATE_RESOLUTION`` outside the band); False makes the row *uninformative*: it
+                 is counted apart and is never a finding.  None when not assessed.
+    power_note   how ``can_fail`` was decided, or why the row cannot fail.
     tightness_min, tightness_max  range of measure/bound over the coordinates (NaN if unknown).
     lower_tightness_max  max over the coordinates of (CI lower end)/bound, each lower end at the
                  CI's pointwise level (not simultaneous over the coordinates): how close the data
@@ -83,6 +94,9 @@ class Verdict:
     local_lower: float | None = None
     local_upper: float | None = None
     log_factors: str = ""
+    shape_slope: float | None = None
+    can_fail: bool | None = None
+    power_note: str = ""
 
     @property
     def ok(self) -> bool:
@@ -102,11 +116,20 @@ class Verdict:
     def relabel(self, verdict: str, qualifier: str = "", note: str = "") -> "Verdict":
         """A copy with another verdict class (e.g. a saturated "inconsistent" made "inconclusive").
 
-        The original verdict is kept in the notes, so nothing is hidden."""
+        The original verdict is kept in the notes, so nothing is hidden.  A row relabelled to no
+        claim keeps ``can_fail`` (the design's power does not change with the label); the
+        vacuous flag only belongs to a bound that holds."""
         from dataclasses import replace
 
         extra = (f"rule verdict: {self.label}",) + ((note,) if note else ())
-        return replace(self, verdict=verdict, qualifier=qualifier, notes=self.notes + extra)
+        vacuous = self.vacuous if verdict == "holds" else (None if self.vacuous else self.vacuous)
+        return replace(self, verdict=verdict, qualifier=qualifier, notes=self.notes + extra, vacuous=vacuous)
+
+    def uninformative(self, why: str) -> "Verdict":
+        """A copy marked as a row that cannot fail (``can_fail`` False), with the reason."""
+        from dataclasses import replace
+
+        return replace(self, can_fail=False, power_note=why)
 
     def summary(self) -> str:
         """One line for legends and logs, e.g. ``holds; worst margin 0.53 at t=1; tightness 0.0004-0.006``."""
@@ -138,6 +161,8 @@ class Verdict:
             "local_slope": _num(self.local_slope), "local_slope_ci": _ci_text(self.local_lower, self.local_upper),
             "tightness_min": self.tightness_min, "tightness_max": self.tightness_max,
             "vacuous": "" if self.vacuous is None else bool(self.vacuous),
+            "shape_slope": _num(self.shape_slope), "can_fail": "" if self.can_fail is None else bool(self.can_fail),
+            "power_note": self.power_note,
             "n_replicates": self.n_replicates, "confidence": self.level,
             "notes": "; ".join(self.notes),
         }
@@ -188,3 +213,68 @@ def _finite_range(a: xr.DataArray) -> tuple[float, float]:
     v = np.asarray(a, dtype=float)
     v = v[np.isfinite(v)]
     return (float(v.min()), float(v.max())) if v.size else (math.nan, math.nan)
+
+
+# ---------------------------------------------------------------------------------------------
+# Headline findings and repeated rows
+# ---------------------------------------------------------------------------------------------
+
+def _flag(v) -> bool | None:
+    """A report cell's True/False/None (csv cells are strings)."""
+    if v is None or v == "":
+        return None
+    if isinstance(v, str):
+        return v.strip().lower() == "true"
+    return bool(v)
+
+
+def is_headline(row: Mapping) -> bool:
+    """True for a report row that is a finding about a paper: a significant failure
+    (``FAILED_VERDICTS``) of a row that could fail (``can_fail`` not False), on the paper's own or
+    synthetic data (not a stand-in), under a reading the authors would defend (qualifier not
+    ``LITERAL_READING``), and not a repeat of another row's result (``repeat_of`` empty)."""
+    return (row.get("verdict") in FAILED_VERDICTS and _flag(row.get("can_fail")) is not False
+            and row.get("data") != "stand-in" and row.get("qualifier") != LITERAL_READING
+            and not row.get("repeat_of"))
+
+
+def row_result(row: Mapping) -> tuple | None:
+    """What a row measured, as far as it decides its verdict: the slope fit of a rate row, the
+    margin and tightness of a bound row, the verdict and explanation of the rest.  Two rows of one
+    study with the same result repeat one measurement (e.g. one slope checked under two registry
+    keys, or one calibration repeated across n)."""
+    def r(x):
+        try:
+            x = float(x)
+        except (TypeError, ValueError):
+            return None
+        return None if math.isnan(x) else round(x, 10)
+    if row.get("check_kind") == "privacy ledger":  # one calibration, whatever n, T and delta it was priced at
+        case = re.sub(r"\b(n|T|delta)=[^,]*,?\s*", "", str(row.get("case", ""))).strip(" ,")
+        return ("ledger", row.get("key"), case, row.get("verdict"))
+    if r(row.get("slope")) is not None:
+        return ("rate", r(row.get("slope")), r(row.get("slope_lower")), r(row.get("slope_upper")),
+                r(row.get("exponent")), row.get("verdict"), row.get("qualifier"))
+    if r(row.get("worst_margin")) is not None:
+        return ("bound", row.get("key"), r(row.get("worst_margin")), r(row.get("tightness_max")), row.get("verdict"))
+    return None
+
+
+def mark_repeats(rows: list[dict]) -> list[dict]:
+    """Set ``repeat_of`` on every row whose ``row_result`` equals an earlier row's of the same study
+    (to ``"<study> row <i>"``, i counted from 1 within the study); others get ``""``.  Returns rows."""
+    first: dict = {}
+    counter: dict = {}
+    for row in rows:
+        study = row.get("study", "")
+        counter[study] = counter.get(study, 0) + 1
+        res = row_result(row)
+        row["repeat_of"] = ""
+        if res is None:
+            continue
+        k = (study, res)
+        if k in first:
+            row["repeat_of"] = first[k]
+        else:
+            first[k] = f"{study} row {counter[study]}"
+    return rows

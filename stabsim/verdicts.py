@@ -30,20 +30,39 @@ Bound, at each coordinate c of a curve (m coordinates), with the measure's two-s
 
     margin_c       =    bound_c - upper_c                  (> 0 where it holds)
     tightness_c    =    estimate_c / bound_c               (1 = the bound is attained)
-    vacuous        iff  max_c tightness_c < VACUOUS_TIGHTNESS (0.01), or the bound exceeds the
-                        trivial bound the quantity can ever reach (``trivial_bound``, e.g. the
-                        diameter of W for a distance between two points of W) at every coordinate.
+    vacuous        only for a bound that holds: the bound is at or above the trivial bound the
+                        quantity can ever reach (``trivial_bound``, e.g. the diameter of W for a
+                        distance between two points of W) at every coordinate, or max_c tightness_c
+                        < VACUOUS_TIGHTNESS (0.01), the tightness of a squared quantity
+                        (``SQUARED_QUANTITIES``) square-rooted first so that a bound and its square
+                        agree; never set when the measure is <= 0 at every coordinate (a note says so).
+    can_fail       a planted violation: Holm's test run against bound_c' = estimate_c / 2 (a
+                        quantity at twice the bound, at the measured relative precision) rejects
+                        at some coordinate.  False also when the bound is at or above the trivial
+                        bound everywhere or the measure is <= 0 everywhere.  A row that cannot fail
+                        is *uninformative*: counted apart, never a finding.
 
-Rate (slope s with CI [s_lo, s_hi], nominal exponent a, tolerance tol >= 0 fixed before the run)::
+Rate (slope s with CI [s_lo, s_hi], nominal exponent a, the bound's own log-log slope b over the
+measured x (its expression with the study's parameters, log factors included), the band
+[min(a, b), max(a, b)], tolerance tol >= 0 fixed before the run)::
 
-    matches              s_lo - tol <= a <= s_hi + tol         (the rate is attained)
-    faster than claimed  s_hi < a - tol, kind "upper"           (the measure decays faster / grows
-                         more slowly: consistent with the O(.) bound, its rate not attained here)
-    inconsistent         s_lo > a + tol, kind "upper" (significantly slower than claimed);
-                         kind "exact": a outside [s_lo - tol, s_hi + tol]
-    consistent           s_lo > a + tol, kind "lower" (Omega(.) claim, exceeded)
-    inconclusive         the global fit and the last decade of the sweep disagree significantly
-                         (curvature: the sweep has not reached one power law; see below)
+    matches              the CI meets the band (widened by tol)           (the rate is attained)
+    faster than claimed  s_hi < band low - tol, kind "upper"              (the measure decays faster /
+                         grows more slowly: consistent with the O(.) bound, its rate not attained here)
+    inconsistent         s_lo > band high + tol, kind "upper" (significantly slower than claimed);
+                         kind "exact": the CI misses the band
+    consistent           s_lo > band high + tol, kind "lower" (Omega(.) claim, exceeded)
+    inconclusive         (curvature) the global fit and the last decade of the sweep disagree
+                         significantly (the sweep has not reached one power law; see below);
+                         (cannot discriminate) "matches", but a CI half-width above RATE_RESOLUTION
+                         (0.25) or a band wider than twice that: a rate 0.25 away would not have
+                         been detected (``rate_power``; the note says what x range would be needed);
+                         (shape: pre-asymptotic) "inconsistent", but the measure's CI stays below the
+                         bound's curve at every x: no contradiction on this range.  A row whose
+                         docs/errata.md finding argues an asymptotic contradiction keeps
+                         "inconsistent" (``finding``).  The shape family also holds "shape:
+                         saturated" (noise fills the domain) and "shape: floor" (a term the bound
+                         keeps), set by the studies that measure them.
 
 The slope CI combines the percentile bootstrap over replicates (``n_boot`` resamples) with the
 fit's lack of fit: with m >= 3 points, the OLS standard error of the slope of the mean curve,
@@ -52,8 +71,10 @@ t_{m-2, (1+L)/2}).  The *local slope* is the same fit over the last decade of x 
 at least 2 points; only when the sweep spans more than a decade) with its own bootstrap CI.
 When the local CI excludes the global slope (a significant difference; a wide local CI
 never triggers it), the two disagree: the verdict is "inconclusive" (qualifier "curvature")
-unless both say the same class.  The exponent compared is the theorem's nominal polynomial exponent (e.g. -1/2 for
-O~(n^-1/2)); log factors are stated in ``log_factors`` and never turned into an exponent.
+unless both say the same class.  The exponent compared is the theorem's nominal polynomial
+exponent (e.g. -1/2 for O~(n^-1/2)) together with the expression's own slope: over a short range
+ln^2 n turns n^-1/2 into +0.1, which is why the band, not the local slope alone, is compared,
+and why a band that wide cannot discriminate.
 
 Significance: a bound verdict is one family (Holm over its coordinates); a rate verdict is one
 test at level L.  No correction is made across the rows of a report: each row is its own claim.
@@ -76,7 +97,7 @@ from .rates import (  # noqa: F401  (re-exported)
     fit_slope, lack_of_fit_se, last_decade, rate_class, rate_exponent, rate_rule, SlopeFit)
 from .verdict_core import (  # noqa: F401  (re-exported)
     _check_against_registry, _ci_text, _finite_range, _fmt, _num, _registered, BOUND_TAGS,
-    FAILED_VERDICTS, OK_VERDICTS, VACUOUS_TIGHTNESS, Verdict)
+    FAILED_VERDICTS, LITERAL_READING, OK_VERDICTS, VACUOUS_TIGHTNESS, Verdict, is_headline, mark_repeats)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -140,13 +161,45 @@ def check_bound(measure: xr.Dataset, bound_values, tag: str, *, key: str = "", q
         verdict = "inconclusive"
     tmin, tmax = _finite_range(details["tightness"])
     ltmax = _finite_range(details["lower_tightness"])[1]
-    vac, vac_note = _vacuity(tmax, bound, trivial_bound, est)
+    vac, vac_note = _vacuity(tmax, bound, trivial_bound, est, verdict, quantity)
+    can_fail, power_note = _bound_power(est, lower, upper, bound, level, trivial_bound, verdict)
     return Verdict(key=key, quantity=quantity, tag=tag, verdict=verdict,
                    n_replicates=int(measure.attrs.get("n_replicates", 0)), level=level,
                    worst_margin=float(margin.min()), worst_at=worst,
                    tightness_min=tmin, tightness_max=tmax, lower_tightness_max=ltmax, vacuous=vac,
                    n_significant=n_sig, multiplicity=f"Holm over {m} coordinate{'s' if m != 1 else ''}",
+                   can_fail=can_fail, power_note=power_note,
                    notes=tuple(notes) + _bound_notes(details, tag) + vac_note, details=details)
+
+
+#: quantities that are squares of a distance or norm: their tightness is put back on the scale of
+#: the distance (square root) before the vacuity threshold is applied, so that a bound and its
+#: square get the same vacuity flag.
+SQUARED_QUANTITIES = frozenset({"uas_sq_quantile", "iterate_dist_sq_quantile", "onavg_stability", "iterate_norm_sq"})
+
+
+def _bound_power(est, lower, upper, bound, level: float, trivial_bound, verdict: str) -> tuple[bool, str]:
+    """(can_fail, note) of a bound row by a planted violation: would Holm's test have called the row
+    violated had the quantity been twice the bound, at the relative precision measured?  That is
+    the test run against bound_c' = estimate_c / 2 where the estimate is positive.  A bound above
+    the quantity's trivial bound everywhere, or a quantity measured <= 0 everywhere, cannot fail."""
+    if verdict == "violated":
+        return True, "significant: violated"
+    e = np.asarray(est, dtype=float)
+    if trivial_bound is not None:
+        triv = np.asarray(_align_bound(trivial_bound, est), dtype=float)
+        if bool(np.all(np.asarray(bound, dtype=float) >= triv)):
+            return False, (f"the bound is at or above the trivial bound {float(triv.min()):.3g} the quantity can "
+                           "ever reach, at every coordinate: it cannot fail")
+    pos = np.isfinite(e) & (e > 0)
+    if not pos.any():
+        return False, "the measured quantity is <= 0 at every coordinate: no violation of a positive bound is possible"
+    planted = np.where(pos, e / 2.0, np.inf)
+    p = _exceedance_pvalues(e, np.asarray(lower, dtype=float), planted, level)
+    if bool(holm_reject(np.where(pos, p, np.nan), (1.0 - level) / 2).any()):
+        return True, "a quantity at twice the bound would be detected (planted violation at the measured precision)"
+    return False, ("not even a quantity at twice the bound would be detected at the measured precision "
+                   "(planted violation: bound = estimate/2 is not rejected)")
 
 
 def holm_reject(pvalues, alpha: float) -> np.ndarray:
@@ -192,16 +245,29 @@ def _bound_details(est, lower, upper, bound, level: float) -> xr.Dataset:
                        "significant": sig, "status": status}, attrs={"level": level})
 
 
-def _vacuity(tmax: float, bound, trivial_bound, template) -> tuple[bool | None, tuple[str, ...]]:
+def _vacuity(tmax: float, bound, trivial_bound, template, verdict: str = "holds",
+             quantity: str = "") -> tuple[bool | None, tuple[str, ...]]:
+    """Vacuity of a bound that holds (None for any other verdict: a bound not shown to hold is
+    not vacuous).  Vacuous when the bound is at or above the quantity's trivial bound everywhere, or
+    when max measured/bound, on the scale of a distance (square root for ``SQUARED_QUANTITIES``), is
+    below ``VACUOUS_TIGHTNESS``.  A quantity measured <= 0 everywhere gets None and a note: the
+    bound then holds trivially, which is not a statement about its size."""
+    if verdict != "holds":
+        return None, ()
     if trivial_bound is not None:
         triv = _align_bound(trivial_bound, template)
-        if bool((bound > triv).all()):
-            return True, (f"vacuous: the bound exceeds the trivial bound {float(triv.min()):.3g} "
+        if bool((bound >= triv).all()):
+            return True, (f"vacuous: the bound is at or above the trivial bound {float(triv.min()):.3g} "
                           f"the quantity can ever reach, at every coordinate",)
+    est = np.asarray(template, dtype=float)
+    if est.size and bool(np.all(est[np.isfinite(est)] <= 0)):
+        return None, ("measured quantity <= 0 at every coordinate: the bound holds trivially (not flagged vacuous)",)
     if not math.isfinite(tmax):
         return None, ()
-    if tmax < VACUOUS_TIGHTNESS:
-        return True, (f"vacuous: measured/bound <= {tmax:.2g} < {VACUOUS_TIGHTNESS:g} at every coordinate",)
+    scale = math.sqrt(max(tmax, 0.0)) if quantity in SQUARED_QUANTITIES or quantity.endswith("_sq") else tmax
+    if scale < VACUOUS_TIGHTNESS:
+        sq = " (square root taken: the quantity is a square)" if scale != tmax else ""
+        return True, (f"vacuous: measured/bound <= {scale:.2g} < {VACUOUS_TIGHTNESS:g} at every coordinate{sq}",)
     return False, ()
 
 

@@ -194,7 +194,7 @@ def test_thm5_tiny(tmp_path):
     # saturated: inconclusive (saturated), whatever the slope rule said (kept in the notes)
     for r in rec["rows"]:
         if ".rate." in r["key"]:
-            assert (r["verdict"], r["qualifier"]) == ("inconclusive", "saturated"), r
+            assert (r["verdict"], r["qualifier"]) == ("inconclusive", "shape: saturated"), r
             assert "rule verdict" in r["notes"] and "saturated" in r["explanation"]
     for k in ("P0.Thm5.excess.printed", "P0.Thm5.excess.corrected", "P0.LemA12.utility_loss.printed",
               "P0.LemA12.utility_loss.corrected"):

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..measures import REPLICATE
 from ..setups.p0 import risk_constants
+from ..rates import SHAPE_SATURATED
 from ..verdicts import check_bound, check_rate, rate_exponent
 from .base import CheckResult, figure_name, register_check
 from .p0_measures import max_measure, overlay, quantile_measure, rate_figure, stack_n
@@ -339,7 +340,7 @@ def _rates(res, s, spec, sig):
                        bound_values=expr, notes=notes, log_factors=logf)
         saturated, ratio = noise_saturation(sig, dim, Rball) if private else (False, math.nan)
         if saturated:
-            v = v.relabel("inconclusive", "saturated", note=(
+            v = v.relabel("inconclusive", SHAPE_SATURATED, note=(
                 f"saturated: sigma sqrt(d) / R >= {ratio:.3g} > {SATURATION_FACTOR:g} at every n (sigma = "
                 + ", ".join(f"{s_:.3g}" for s_ in sig) + f", d = {dim}, R = {Rball:g})"))
         fit = v.details

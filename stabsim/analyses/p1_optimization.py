@@ -19,6 +19,7 @@ import xarray as xr
 
 from ..measures import REPLICATE, empirical_quantile_index, order_statistic_ci_indices
 from ..setups.constants import cell_constants
+from ..rates import bound_slope, rate_power, shape_band
 from ..verdicts import SlopeFit, Verdict, check_rate, rate_class, rate_exponent
 from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
 from .p1_common import measure_over, rate_figure, rate_setting
@@ -114,13 +115,20 @@ def _sc_row(res, spec, key, label, params, gap, t, c, alpha, delta, notes, outpu
         measure = measure_over(gap, "opt_error", "E_A F_S(w_bar_t) - F_S(w_hat) + certificate")
         bound = get(key)(t=t, G=c["G"], alpha=alpha)
         v = check_rate(t, gap.values, rate_exponent(key, "t"), "upper", paired=True, key=key,
-                       quantity="opt_error", bound_values=bound, seed=spec.seed, notes=notes)
+                       quantity="opt_error", bound_values=bound, seed=spec.seed, notes=notes,
+                       finding="P1-F1" if output == "eta_weighted_lag2" else "")
     else:
         fit, q = _quantile_fit(t, gap.values, 1 - delta, 0.95, 2000, spec.seed)
         expo = rate_exponent(key, "t")
-        verdict, qual = rate_class(fit, expo, "upper", 0.0)   # no last-decade fit here: the global class
-        matched = fit.lower <= expo <= fit.upper
         bound = get(key)(t=t, G=c["G"], alpha=alpha, delta=delta)
+        shape = bound_slope(t, bound)
+        verdict, qual = rate_class(fit, expo, "upper", 0.0, shape)   # no last-decade fit here: the global class
+        can_fail, power = rate_power(fit, shape_band(expo, shape))
+        if verdict == "matches" and not can_fail:
+            verdict, qual = "inconclusive", "cannot discriminate"
+        elif verdict in ("faster than claimed", "inconsistent"):
+            can_fail, power = True, "significant: the slope CI lies outside the band"
+        matched = fit.lower <= expo <= fit.upper
         ratio = q / bound
         R = gap.sizes[REPLICATE]
         l, u, _cov = order_statistic_ci_indices(R, 1 - delta, 0.95)
@@ -133,6 +141,7 @@ def _sc_row(res, spec, key, label, params, gap, t, c, alpha, delta, notes, outpu
                     verdict=verdict, qualifier=qual, n_replicates=R, level=0.95,
                     slope=fit.slope, slope_lower=fit.lower, slope_upper=fit.upper, exponent=expo, tol=0.0,
                     kind="upper", rate_matched=matched, tightness_min=float(ratio.min()),
+                    shape_slope=shape, can_fail=can_fail, power_note=power,
                     tightness_max=float(ratio.max()),
                     notes=tuple(notes) + ((f"(1-delta)-quantile, delta = {delta}; paired bootstrap of the "
                                            f"quantile slope ({fit.n_boot} resamples)"),), details=fit)

@@ -19,6 +19,10 @@ from ..verdicts import Verdict, check_rate, rate_exponent
 from .base import CheckResult, figure_name, register_check, sweep_slices
 
 #: variant -> [(key, measured variable, per-step average?)]
+#: the rows P3-F1 argues to grow linearly in n with the printed alpha = O(1/sqrt n) (an asymptotic
+#: contradiction, kept "inconsistent" whatever the curve; ``check_rate``'s ``finding``).
+F1_KEYS = ("P3.Thm3.regret", "P3.Thm3.avg_regret", "P3.Thm4.eq10")
+
 RATE_KEYS = {
     "OnPairStrC": [("P3.Thm2.regret", "regret", False), ("P3.Thm2.avg_regret", "regret", True),
                    ("P3.Thm4.eq11", "excess_surrogate", False)],
@@ -96,8 +100,9 @@ def check_rates(spec, ds) -> CheckResult:
                      f"{np.sqrt(dim) * sig_n[-1]:.3g} (n={n[-1]:g}), diam(C) = 2 R",
                      f"O(.) bound with constants 1: {bvals[0]:.3g} .. {bvals[-1]:.3g}"]
             try:
+                finding = "P3-F1" if (key in F1_KEYS and params["algorithm"]["alpha_rule"] == "sqrt_n") else ""
                 v = check_rate(n, y, expo, kind="upper", tol=tol, paired=False, key=key, quantity=bq.quantity,
-                               bound_values=bvals, notes=notes, seed=0)
+                               bound_values=bvals, notes=notes, seed=0, finding=finding)
             except ValueError as e:
                 v = Verdict(key=key, quantity=bq.quantity, tag="RATE", verdict="inconclusive", qualifier="no fit",
                             n_replicates=int(sub.sizes["replicate"]), level=0.95, notes=(str(e),))
@@ -130,7 +135,7 @@ def _rate_explanation(v, sig_n, dim, bvals, y, key="", rule="", t1_frac=None, si
         return "no slope could be fitted: " + "; ".join(v.notes)
     parts = []
     noise = np.sqrt(dim) * sig_n
-    if key in ("P3.Thm3.regret", "P3.Thm3.avg_regret", "P3.Thm4.eq10") and rule == "sqrt_n":
+    if key in F1_KEYS and rule == "sqrt_n":
         parts.append("alpha = c/sqrt(n) as printed: the release noise at t ~ n, sigma_n^2 = 32 G~^2 (n - T_1)/"
                      "(alpha^2 n^2 rho) ~ 32 G~^2/(c^2 rho), does not shrink with n "
                      f"(measured sqrt(d) sigma_n = {noise[0]:.2g}..{noise[-1]:.2g}), so the regret of the releases "

@@ -23,6 +23,7 @@ from ..measures import REPLICATE
 from ..setups.p4 import F_star as _F_star, constants as _constants, loss_of as _loss, radius_of as _radius, \
     reference as _reference
 from ..study import _problem
+from ..rates import SHAPE_FLOOR
 from ..verdicts import check_rate
 from .base import CheckResult, figure_name, register_check, sweep_slices
 
@@ -48,7 +49,7 @@ def _rate_figure(res, key, n, exc, verdict, params, label="", kappa=None, floor=
 
 #: P4 Thm 2 / Thm 5: the calibration is (eps, delta)-DP only if sigma^2 >= 2.68 G^2 (for every admissible beta).
 SIGMA2_MIN_OVER_G2 = 2.68
-FLOOR_QUALIFIER = "floor (P4-F1)"
+FLOOR_QUALIFIER = SHAPE_FLOOR + " (P4-F1)"
 FLOOR_KEYS = ("P4.Thm3b.excess", "P4.Thm6b.excess")
 ERRATUM_F1 = ("errata P4-F1 (P4: constant-step floor eta sigma^2 d of Thm 3(b)/6(b) vs sigma^2 >= 2.68 G^2 of "
               "Thm 2/5)")

@@ -1,0 +1,172 @@
+"""The rules that decide what a verdict claims (issue: findings a referee would sign).
+
+Each rule is shown with a case that must come out one way and a case that must come out the other:
+a rate judged against the band between the nominal exponent and the bound's own slope, a row too
+wide to discriminate, a pre-asymptotic shape below the bound's curve, a planted violation that the
+power check must catch, a squared bound, a measured value <= 0, a bound above the quantity's trivial
+bound, a literal typesetting reading, and repeated results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from stabsim.analyses.base import LITERAL_READINGS, CheckResult
+from stabsim.rates import RATE_RESOLUTION, SHAPE_PRE_ASYMPTOTIC, rate_power, shape_band
+from stabsim.verdict_core import LITERAL_READING, is_headline, mark_repeats
+from stabsim.verdicts import bound_slope, check_bound, check_rate, fit_slope
+
+
+def _reps(x, mean, sd=0.03, R=400, seed=0):
+    """R replicates of ``mean`` (on x) with multiplicative lognormal noise of log-sd ``sd``."""
+    return mean[None, :] * np.random.default_rng(seed).lognormal(0.0, sd, size=(R, x.size))
+
+
+def _measure(est, lo, hi, n=100):
+    d = ("t",)
+    return xr.Dataset({"estimate": (d, np.asarray(est, float)), "lower": (d, np.asarray(lo, float)),
+                       "upper": (d, np.asarray(hi, float))}, coords={"t": np.arange(1, len(est) + 1)},
+                      attrs={"quantity": "uas_mean", "n_replicates": n, "level": 0.95})
+
+
+# ---- rates: the band of the bound's own shape --------------------------------------------------
+
+def test_log_factors_move_the_band_and_decide_the_verdict():
+    """P3 Thm 2's regret: nominal n^{1/2}, expression sqrt(n) log^1.5(n/zeta), whose own slope over
+    n = 200..3200 is ~0.67.  A measured slope of 0.62 is consistent with the theorem's expression;
+    judged against the nominal exponent alone it would be called inconsistent."""
+    n = np.geomspace(200, 3200, 5)
+    expr = np.sqrt(n) * np.log(n / 0.1) ** 1.5
+    s = bound_slope(n, expr)
+    assert 0.6 < s < 0.75
+    y = _reps(n, n ** 0.62)
+    with_shape = check_rate(n, y, 0.5, bound_values=expr, log_factors="log^1.5(n/zeta)")
+    nominal_only = check_rate(n, y, 0.5)
+    assert with_shape.verdict == "matches" and with_shape.can_fail is True
+    assert with_shape.shape_slope == pytest.approx(s)
+    assert nominal_only.verdict == "inconsistent"
+    # and a slope beyond the band on the slow side is still inconsistent with the expression
+    steep = check_rate(n, _reps(n, n ** 1.0), 0.5, bound_values=expr)
+    assert steep.verdict == "inconsistent" and steep.can_fail is True
+
+
+def test_a_band_too_wide_for_the_range_cannot_discriminate():
+    """P0 Thm 2 over n = 16..48: ln^2 n turns n^-1/2 into a slope of +0.1, so the band spans 0.6 and
+    any decaying curve would "match": the row is inconclusive (cannot discriminate) and cannot fail.
+    Over n = 1e4..1e8 the band is narrow and the same claim can be tested."""
+    n = np.array([16.0, 24, 32, 40, 48])
+    y = _reps(n, 3.0 * n ** -0.2)
+    v = check_rate(n, y, -0.5, bound_values=n ** -0.5 * np.log(n) ** 2, paired=False)
+    assert (v.verdict, v.qualifier, v.can_fail) == ("inconclusive", "cannot discriminate", False)
+    assert "log factors dominate" in v.power_note and not v.failed
+    wide = np.geomspace(1e4, 1e8, 5)
+    w = check_rate(wide, _reps(wide, wide ** -0.5 * np.log(wide) ** 2), -0.5,
+                   bound_values=wide ** -0.5 * np.log(wide) ** 2)
+    assert w.verdict == "matches" and w.can_fail is True
+
+
+def test_a_wide_slope_ci_cannot_discriminate_and_says_what_range_would():
+    x = np.array([10.0, 14, 20])
+    noisy = _reps(x, x ** -0.5, sd=0.8, R=30, seed=2)
+    v = check_rate(x, noisy, -0.5, paired=False)
+    fit = v.details
+    assert max(fit.upper - fit.slope, fit.slope - fit.lower) > RATE_RESOLUTION
+    assert (v.verdict, v.qualifier, v.can_fail) == ("inconclusive", "cannot discriminate", False)
+    assert "would be needed" in v.power_note
+    tight = check_rate(x, _reps(x, x ** -0.5, sd=0.01), -0.5)
+    assert tight.verdict == "matches" and tight.can_fail is True
+
+
+def test_rate_power_of_the_band():
+    x = np.geomspace(10, 1e4, 6)
+    fit = fit_slope(x, _reps(x, x ** -0.5, sd=0.01))
+    assert shape_band(-0.5, None) == (-0.5, -0.5) and shape_band(-0.5, 0.1) == (-0.5, 0.1)
+    assert rate_power(fit, (-0.5, -0.4))[0] is True
+    assert rate_power(fit, (-0.5, 0.1))[0] is False
+
+
+def test_slow_decay_below_the_bound_is_pre_asymptotic_unless_a_finding_argues_otherwise():
+    """A curve flat at 0.01 while the explicit bound 1/sqrt(n) stays above it everywhere: slower than
+    claimed, but below the bound on the whole range -- pre-asymptotic, no claim.  The same curve
+    above the bound is inconsistent; and a row whose finding argues an asymptotic contradiction keeps
+    "inconsistent"."""
+    n = np.geomspace(100, 1600, 5)
+    flat = _reps(n, 0.01 * n ** -0.02)
+    above = check_rate(n, flat, -0.5, explicit_bound=0.001 * n ** -0.5)
+    below = check_rate(n, flat, -0.5, explicit_bound=n ** -0.5)
+    argued = check_rate(n, flat, -0.5, explicit_bound=n ** -0.5, finding="P9-F1")
+    assert above.verdict == "inconsistent" and above.failed
+    assert (below.verdict, below.qualifier) == ("inconclusive", SHAPE_PRE_ASYMPTOTIC) and not below.failed
+    assert any("rule verdict: inconsistent" in s for s in below.notes)
+    assert argued.verdict == "inconsistent" and any("P9-F1" in s for s in argued.notes)
+
+
+# ---- bounds: power, vacuity ----------------------------------------------------------------------
+
+def test_planted_violation_decides_whether_a_bound_row_can_fail():
+    tight = check_bound(_measure([1.0, 2.0], [0.9, 1.8], [1.1, 2.2]), [50.0, 50.0], "EXPLICIT")
+    vague = check_bound(_measure([1.0, 2.0], [0.0, 0.0], [5.0, 9.0]), [50.0, 50.0], "EXPLICIT")
+    assert tight.verdict == "holds" and tight.can_fail is True
+    assert vague.verdict == "holds" and vague.can_fail is False and "twice the bound" in vague.power_note
+
+
+def test_a_measured_value_at_or_below_zero_is_neither_vacuous_nor_able_to_fail():
+    neg = check_bound(_measure([-0.2, -0.1], [-0.3, -0.2], [-0.1, 0.0]), [1.0, 1.0], "EXPLICIT")
+    assert neg.verdict == "holds" and neg.vacuous is None and neg.can_fail is False
+    assert any("<= 0" in s for s in neg.notes)
+    pos = check_bound(_measure([0.001, 0.002], [0.0009, 0.0018], [0.0011, 0.0022]), [1.0, 1.0], "EXPLICIT")
+    assert pos.vacuous is True  # measured/bound 0.002 < 0.01: the other way
+
+
+def test_vacuity_is_the_same_for_a_bound_and_its_square():
+    """q/B = 0.05: not vacuous.  The same run checked as q^2 <= B^2 has ratio 0.0025 < 0.01, which
+    must not flip the flag; a distance with ratio 0.0025 is vacuous."""
+    m = _measure([0.05], [0.049], [0.051])
+    sq = _measure([0.0025], [0.00245], [0.00255])
+    assert check_bound(m, [1.0], "EXPLICIT").vacuous is False
+    assert check_bound(sq, [1.0], "EXPLICIT", quantity="uas_sq_quantile").vacuous is False
+    assert check_bound(sq, [1.0], "EXPLICIT", quantity="uas_mean").vacuous is True
+
+
+def test_a_bound_above_the_trivial_bound_cannot_fail_and_only_a_holding_bound_is_vacuous():
+    m = _measure([1.0, 2.0], [0.9, 1.8], [1.1, 2.2])
+    over = check_bound(m, [8.0, 16.0], "EXPLICIT", trivial_bound=7.0)
+    under = check_bound(m, [8.0, 16.0], "EXPLICIT", trivial_bound=100.0)
+    assert over.vacuous is True and over.can_fail is False and "trivial bound" in over.power_note
+    assert under.vacuous is False and under.can_fail is True
+    straddle = check_bound(_measure([1.0], [0.001], [3.0]), [2.0], "EXPLICIT")
+    assert straddle.verdict == "inconclusive" and straddle.vacuous is None
+    assert straddle.relabel("inconclusive", "x").vacuous is None
+
+
+# ---- literal readings, headline findings, repeats ------------------------------------------------
+
+def test_a_literal_typesetting_reading_is_reported_but_not_a_headline():
+    key = next(iter(LITERAL_READINGS))
+    m = _measure([2.0], [1.9], [2.1])
+    v = CheckResult().add(check_bound(m, [1.0], "EXPLICIT"))
+    lit = CheckResult().add(replace(check_bound(m, [1.0], "EXPLICIT"), key=key))
+    assert v.verdict == "violated" and v.qualifier == ""
+    assert lit.verdict == "violated" and lit.qualifier == LITERAL_READING
+    row = {"verdict": "violated", "qualifier": LITERAL_READING, "data": "synthetic", "can_fail": True}
+    assert not is_headline(row) and is_headline({**row, "qualifier": ""})
+
+
+def test_headline_rule_and_repeats():
+    base = {"study": "s", "check_kind": "rate", "verdict": "inconsistent", "qualifier": "", "data": "synthetic",
+            "slope": 0.9, "slope_lower": 0.8, "slope_upper": 1.0, "exponent": 0.5, "can_fail": True}
+    rows = mark_repeats([dict(base, key="A"), dict(base, key="B"), dict(base, key="C", slope=0.7),
+                         dict(base, study="t", key="A")])
+    assert [r["repeat_of"] for r in rows] == ["", "s row 1", "", ""]
+    assert [is_headline(r) for r in rows] == [True, False, True, True]
+    assert not is_headline(dict(base, can_fail=False)) and not is_headline(dict(base, can_fail="False"))
+    assert not is_headline(dict(base, verdict="matches")) and not is_headline(dict(base, data="stand-in"))
+    ledger = {"study": "p", "check_kind": "privacy ledger", "key": "L", "verdict": "not private at this setting"}
+    led = mark_repeats([dict(ledger, case="alg, n=16, T=256, delta=0.001, eps=1"),
+                        dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=1"),
+                        dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=3")])
+    assert [r["repeat_of"] for r in led] == ["", "p row 1", ""]
