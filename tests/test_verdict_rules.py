@@ -170,3 +170,17 @@ def test_headline_rule_and_repeats():
                         dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=1"),
                         dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=3")])
     assert [r["repeat_of"] for r in led] == ["", "p row 1", ""]
+
+
+def test_an_audit_without_a_detected_sanity_run_has_no_power():
+    from stabsim.analyses.privacy_audit import NO_POWER, _with_power
+    from stabsim.verdicts import Verdict
+
+    audit = Verdict(key="a.audit", quantity="eps_lower", tag="AUDIT", verdict="consistent", n_replicates=10, level=0.95)
+    seen = Verdict(key="a.audit", quantity="eps_lower", tag="SANITY", verdict="holds", n_replicates=10, level=0.95)
+    missed = replace(seen, verdict="inconclusive", qualifier="not detected")
+    powered = _with_power([(audit, None, "x1"), (seen, None, "x0.1")])
+    blind = _with_power([(audit, None, "x1"), (missed, None, "x0.1")])
+    assert powered[0][0].verdict == "consistent" and powered[0][0].can_fail is True
+    assert (blind[0][0].verdict, blind[0][0].qualifier, blind[0][0].can_fail) == ("inconclusive", NO_POWER, False)
+    assert all(r[0].can_fail is False for r in powered[1:] + blind[1:])   # the SANITY rows are power checks

@@ -75,9 +75,10 @@ def check_thm1(spec, ds) -> CheckResult:
             m = uas_quantile(sub, gamma, var="dist_iterate", squared=sq)
             t = m["t"].values.astype(float)
             bounds, verdicts = [], []
+            triv = (2 * eta * G * t) ** (2 if sq else 1)   # ||w_t - w'_t|| <= 2 eta G t: t steps of gradients of norm <= G
             for key in it_keys:
                 b = get(key)(t=t, n=n, eta=eta, G=G, gamma=gamma)
-                verdicts.append(check_bound(m, b, "EXPLICIT", key=key, notes=base_notes))
+                verdicts.append(check_bound(m, b, "EXPLICIT", key=key, notes=base_notes, trivial_bound=triv))
                 bounds.append((key, b))
             fig = _overlay(res, figure_name("Thm1." + name, label), m, bounds, verdicts, params, f"gamma={gamma}")
             for v in verdicts:
@@ -96,9 +97,11 @@ def check_thm1(spec, ds) -> CheckResult:
             m = uas_quantile(sub.isel(t=np.flatnonzero(ok)), gamma, var="dist_output", squared=sq)
             T = m["t"].values.astype(float)
             bounds, verdicts = [], []
+            # ||w_bar_T - w_bar'_T|| <= (1/T) sum_{k=1}^T 2 eta G (k - 1) = eta G (T - 1): the trivial bound
+            triv = (eta * G * (T - 1)) ** (2 if sq else 1)
             for key in avg_keys:
                 b = get(key)(T=T, n=n, eta=eta, G=G, gamma=gamma)
-                verdicts.append(check_bound(m, b, "EXPLICIT", key=key,
+                verdicts.append(check_bound(m, b, "EXPLICIT", key=key, trivial_bound=triv,
                                             notes=base_notes + ["checkpoints T >= n only"]))
                 bounds.append((key, b))
             fig = _overlay(res, figure_name("Eq9." + name, label), m, bounds, verdicts, params, f"gamma={gamma}")

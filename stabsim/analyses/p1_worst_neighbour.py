@@ -415,6 +415,12 @@ def _across(spec, res, key, thm, gamma, var, axis, label, params, sub):
     except ValueError as e:  # too few diverged replicates for a log-log fit
         res.notes.append(f"across {var}{sfx}: no exponent fit ({e})")
         return
+    if var == "eta" and thm.eta_linear and vr.slope_upper - vr.slope_lower < 1e-6:
+        vr = vr.uninformative(
+            f"holds by construction: the {what} is exactly proportional to eta (slope CI width "
+            f"{vr.slope_upper - vr.slope_lower:.1g}), as it is whenever the loss stays in its linear region: "
+            "the gradients then do not depend on eta, so the gap is eta times an eta-free sum and the exponent 1 "
+            "follows from the update rule, not from the data")
     others = {}
     for o, po in pers.items():
         if o != nm and (po.mean(axis=0) > 0).all():

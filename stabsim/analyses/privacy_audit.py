@@ -89,6 +89,36 @@ def _row(rep, label):
     return v, expl
 
 
+#: the qualifier of an AUDIT row whose own design cannot detect broken noise.
+NO_POWER = "no power at this design"
+
+
+def _with_power(rows):
+    """The rows with their power: an AUDIT row can fail only if a SANITY row of the same study (the
+    noise scaled down on purpose) is detected; without one it is "inconclusive (no power at this
+    design)" rather than "consistent", and cannot fail.  SANITY rows are the power checks
+    themselves: never findings (``can_fail`` False), detected or not."""
+    sanity = [v for v, _, _ in rows if v.tag == "SANITY"]
+    detected = any(v.verdict == "holds" for v in sanity)
+    out = []
+    for v, expl, label in rows:
+        if v.tag == "SANITY":
+            v = v.uninformative("a power check of the audit (the noise scaled down on purpose), not a claim of the paper")
+        elif not sanity:
+            v = v.uninformative("no noise-scaled-down run in this study: the audit's power is not known")
+        elif detected:
+            from dataclasses import replace
+            v = replace(v, can_fail=True, power_note="the noise-scaled-down run of this study is detected")
+        elif v.verdict == "consistent":
+            v = v.relabel("inconclusive", NO_POWER).uninformative(
+                "the noise-scaled-down run of this study is not detected: an audit that cannot see broken noise "
+                "cannot find a violation either")
+            expl = ("no power at this design: the audit does not detect the same algorithm with its noise scaled "
+                    "down, so 'consistent' would say nothing")
+        out.append((v, expl, label))
+    return out
+
+
 def _f(v):
     return "n/a" if v is None else f"{v:.4g}"
 
@@ -122,7 +152,7 @@ def check_audit(spec, ds) -> CheckResult:
             "sigma": rep.calibration.get("sigma"), "T": rep.calibration.get("T"), "n": rep.calibration.get("n")}
     fig.tight_layout()
     name = res.figure(f"{spec.id}_audit.png", fig)
-    for v, expl, label in rows:
+    for v, expl, label in _with_power(rows):
         res.add(v, label=label, explanation=expl, figure=name)
     res.notes.append("AUDIT rows check the accountant's eps at the paper's calibration: 'violated' only if the "
                      "Clopper-Pearson lower bound (one-sided, at the stated confidence; one test per row; for P2 also "
