@@ -50,7 +50,9 @@ def test_excess_rate_studies_consistent(results, name, key):
     assert [r["key"] for r in rows] == [key]
     r = rows[0]
     # the theorems' schedules make the excess risk decay at least as fast as the claimed n-exponent
-    assert r["verdict"] in ("matches", "faster than claimed"), (sdir / "summary.md").read_text()
+    # (a tiny profile's three n values may be too few to resolve a rate: then no claim, and the row says it cannot fail)
+    assert r["verdict"] in ("matches", "faster than claimed") or \
+        (r["qualifier"] == "cannot discriminate" and r["can_fail"] is False), (sdir / "summary.md").read_text()
     assert r["slope"] < 0 and r["exponent"] < 0
     assert (sdir / r["figure"]).is_file()
 

@@ -203,18 +203,20 @@ def check_buffer(spec, ds) -> CheckResult:
         t = gap["t"].values.astype(float)
         measure = measure_over(gap, "opt_error", "E_A F_S(w_bar_t) - F_S(w_hat) + certificate")
         bound = get(key)(t=t, s=s)
+        eq5 = None
+        if s == 1:  # s = 1 is Alg. 1: Eq. (5) (Thm 6(a), eta_0 = eta_1) is an explicit bound with the same T-rate
+            c = cell_constants(params)
+            eq5 = get("P1.Thm6a.eta0_eta1")(dist_sq=float(sub["wS_dist0_sq"].max()), G=c["G"],
+                                            eta=params["horizon"]["c"] / np.sqrt(t), t=t)
         v = check_rate(t, gap.values, rate_exponent(key, "t"), "upper", paired=True, key=key, quantity="opt_error",
-                       bound_values=bound, seed=spec.seed,
+                       bound_values=bound, explicit_bound=eq5, seed=spec.seed,
                        notes=[f"s = {s}, eta = {params['horizon']['c']:g}/sqrt(T), one run per T",
                               f"ERM certificate {cert:.2g} added"])
         fig = res.figure(figure_name(key, label), rate_figure(
             res, key, t, measure, bound, v, params, "t",
             rate_setting(params, f"buffer s={s}, eta = {params['horizon']['c']:g}/sqrt(T)")))
         support = ""
-        if s == 1:  # s = 1 is Alg. 1: Eq. (5) (Thm 6(a), eta_0 = eta_1) is an explicit bound with the same T-rate
-            c = cell_constants(params)
-            eq5 = get("P1.Thm6a.eta0_eta1")(dist_sq=float(sub["wS_dist0_sq"].max()), G=c["G"],
-                                            eta=params["horizon"]["c"] / np.sqrt(t), t=t)
+        if eq5 is not None:
             worst = float(np.max(measure["upper"].values / eq5))
             support = (f"at s = 1 the explicit Eq. (5) bound (Thm 6(a), eta_0 = eta_1), whose T-slope is exactly "
                        f"-1/2, {'holds' if worst < 1 else 'is exceeded'} at every T (max CI-upper/bound "
