@@ -248,8 +248,9 @@ def existing_report_profile(reports_dir) -> str | None:
 
 def report(out_dir="out", reports_dir=None, *, command: str | None = None,
            wall_seconds: float | None = None, overwrite: bool = False, failures: dict | None = None) -> str:
-    """Write ``reports_dir/index.md``, ``verdicts.csv`` and ``verdicts.json`` over the studies in
-    ``out_dir``; returns a short message.
+    """Write ``reports_dir/index.md``, ``verdicts.md``, ``index.html``, ``verdicts.csv`` and
+    ``verdicts.json`` over the studies in ``out_dir``; returns a short message that ends with
+    ``headline_text`` (the counts index.md opens with).
 
     ``reports_dir`` default: ``reports/`` beside ``out_dir`` (``./reports`` for ``out``), or
     ``out_dir/reports`` when the studies include quick-profile runs (``default_reports_dir``).
