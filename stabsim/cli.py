@@ -321,6 +321,9 @@ def _load_plugins(args) -> list[str]:
 
 def cmd_report(args) -> int:
     _load_plugins(args)
+    if not Path(args.dir).is_dir():
+        raise CLIError(f"{args.dir} is not a folder of study results: give the --out folder of `stabsim run` "
+                       "(default: out)")
     fn = report
     try:
         fn = importlib.import_module("stabsim.report").report

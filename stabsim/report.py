@@ -4,13 +4,21 @@
 than their ``analysis.json`` (``stabsim.analyses.analyse``), copies their figures to
 ``reports_dir/figures/<study>/`` and writes
 
-``index.md``        a header (command, date, wall time, profile, verdicts counted by kind of
-                    check: theorem bounds, rate claims, privacy calibrations, theorem conditions,
-                    reproductions, identity checks; stand-in rows apart), a per-theorem summary
-                    (best tightness reached, and where), the privacy ledger, and one row per
-                    verdict with its errata ids linked to ``docs/errata.md``;
+``index.md``        one screen first: what was checked (command, profile, studies, rows) and the
+                    findings about the papers (``stabsim.report_findings``: one line per finding,
+                    grouped by paper, errata ids linked to ``docs/errata.md``, figure linked), what
+                    held, the uninformative rows and the failed verdicts that are not findings,
+                    counted apart; then the verdicts counted by kind of check with the rules, a
+                    per-theorem summary (best tightness reached, and where), the privacy ledger and
+                    the studies;
+``verdicts.md``     every verdict row, explanations cut (``stabsim.report_pages``);
+``index.html``      the same, self-contained: the findings' figures inline, the full verdict table
+                    sortable and filterable (``stabsim.report_html``);
 ``verdicts.csv``    one row per verdict (``VERDICT_COLUMNS``), for pandas;
 ``verdicts.json``   the same rows as a JSON list.
+
+``headline_counts(rows)`` gives the counts that ``index.md`` opens with and that ``report``'s
+message ends with (``headline_text``).
 """
 
 from __future__ import annotations
@@ -24,19 +32,27 @@ import shutil
 from pathlib import Path
 
 from .analyses.base import ANALYSIS_FILE, CHECK_KINDS, FIGURE_DIR, STAND_IN, SUMMARY_FILE, _g, analyse, md_table
-from .verdicts import FAILED_VERDICTS, OK_VERDICTS
+from .report_findings import first_screen, headline_counts, headline_text, row_contradictions  # noqa: F401
+from .report_pages import verdicts_page
+from .verdicts import OK_VERDICTS
 
 __all__ = ["report", "collect", "verdict_rows", "VERDICT_COLUMNS", "write_verdict_table", "count_by_kind",
-           "theorem_summary"]
+           "theorem_summary", "headline_counts", "headline_text", "row_contradictions"]
 
 #: the columns of verdicts.csv / verdicts.json, in order.
 VERDICT_COLUMNS = (
     "study", "key", "paper", "reference", "tag", "check_kind", "case", "quantity", "verdict", "qualifier",
     "worst_margin", "worst_at", "n_significant", "multiplicity", "slope", "slope_lower", "slope_upper",
     "exponent", "log_factors", "local_slope", "local_slope_lower", "local_slope_upper",
-    "tightness_min", "tightness_max", "lower_tightness_max", "vacuous", "data", "n_replicates", "confidence",
+    "tightness_min", "tightness_max", "lower_tightness_max", "vacuous",
+    "can_fail", "power_note", "shape_slope", "headline", "repeat_of", "data", "n_replicates", "confidence",
     "errata_ids", "explanation", "figure", "summary",
 )
+
+#: the kinds of check in the one line of what held.
+_SHORT_TITLES = {"bound": "theorem bounds", "rate": "rate claims", "privacy": "privacy calibrations",
+                 "audit": "privacy audits", "privacy ledger": "ledger calibrations", "condition": "theorem conditions",
+                 "reproduction": "reproductions", "identity": "identity checks", "other": "other"}
 
 KIND_TITLES = {"bound": "theorem bounds", "rate": "rate claims", "privacy": "privacy calibrations (studies' checks)",
                "audit": "privacy audits (empirical eps lower bounds vs the accountant; SANITY: noise scaled down)",
@@ -232,8 +248,9 @@ def existing_report_profile(reports_dir) -> str | None:
 
 def report(out_dir="out", reports_dir=None, *, command: str | None = None,
            wall_seconds: float | None = None, overwrite: bool = False, failures: dict | None = None) -> str:
-    """Write ``reports_dir/index.md``, ``verdicts.csv`` and ``verdicts.json`` over the studies in
-    ``out_dir``; returns a short message.
+    """Write ``reports_dir/index.md``, ``verdicts.md``, ``index.html``, ``verdicts.csv`` and
+    ``verdicts.json`` over the studies in ``out_dir``; returns a short message that ends with
+    ``headline_text`` (the counts index.md opens with).
 
     ``reports_dir`` default: ``reports/`` beside ``out_dir`` (``./reports`` for ``out``), or
     ``out_dir/reports`` when the studies include quick-profile runs (``default_reports_dir``).
@@ -255,12 +272,28 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     ledger, ledger_rows = _ledger_section(reports_dir, [r["study_id"] for r in recs])
     rows += ledger_rows
     write_verdict_table(rows, reports_dir)
-    head = _index_head(recs, rows, profiles, out_dir, command, wall_seconds)
-    tsum = _theorem_section(rows)
-    text = "\n".join(head + tsum + ledger + _verdicts_section(rows, errata_base) + _studies_section(recs) + [""])
+    text = index_markdown(recs, rows, profiles, out_dir, command, wall_seconds, ledger, errata_base)
     path = reports_dir / "index.md"
     path.write_text(text, encoding="utf-8")
+    (reports_dir / "verdicts.md").write_text(verdicts_page(rows, lambda t: _link_errata(t, errata_base)),
+                                             encoding="utf-8")
+    from .report_html import write_html
+
+    write_html(text, rows, reports_dir, errata_base)
     return _report_message(recs, rows, path)
+
+
+def index_markdown(recs: list[dict], rows: list[dict], profiles: list[str], out_dir, command: str | None,
+                   wall_seconds: float | None, ledger: list[str], errata_base: str) -> str:
+    """The text of ``index.md``: its first screen (header and findings), then the verdicts by
+    kind, the per-theorem tightness, the privacy ledger (``ledger``: its lines) and the studies."""
+    screen = first_screen(rows, link_errata=lambda t: _link_errata(t, errata_base), kind_titles=_SHORT_TITLES,
+                          kind_order=CHECK_KINDS + ("privacy ledger", "other"))
+    return "\n".join(_index_head(recs, rows, profiles, out_dir, command, wall_seconds) + screen
+                     + _kinds_section(rows) + _theorem_section(rows) + ledger
+                     + ["## Every verdict", "", f"The table of all {len(rows)} verdict rows is in "
+                        "[verdicts.md](verdicts.md) (sortable in [index.html](index.html)).", ""]
+                     + _studies_section(recs) + [""])
 
 
 def _add_failures(recs: list[dict], out_dir: Path, failures: dict | None) -> None:
@@ -278,10 +311,10 @@ def _refuse_other_profile(reports_dir: Path, profiles: list[str], out_dir: Path,
     """``FileExistsError`` when ``reports_dir/index.md`` is a report of another profile (unless
     ``overwrite``)."""
     old = existing_report_profile(reports_dir)
-    if old is not None and old != ", ".join(profiles) and not overwrite:
+    if old is not None and (old or "custom") != _profile_text(profiles) and not overwrite:
         raise FileExistsError(
-            f"{reports_dir / 'index.md'} is a report of profile {old}; this one is of profile "
-            f"{', '.join(profiles)} (studies in {out_dir}), so it was not overwritten. Write it elsewhere "
+            f"{reports_dir / 'index.md'} is a report of profile {old or 'custom'}; this one is of profile "
+            f"{_profile_text(profiles)} (studies in {out_dir}), so it was not overwritten. Write it elsewhere "
             "(stabsim report --reports DIR, stabsim run --report DIR) or replace it with --overwrite-report")
 
 
@@ -305,43 +338,46 @@ def _copy_study_files(recs: list[dict], reports_dir: Path, errata_base: str) -> 
                     r["figure"] = ""
 
 
+def _profile_text(profiles: list[str]) -> str:
+    """The profile(s) of a report's studies; "custom" when no study names one."""
+    return ", ".join(profiles) or "custom"
+
+
 def _index_head(recs: list[dict], rows: list[dict], profiles: list[str], out_dir: Path,
                 command: str | None, wall_seconds: float | None) -> list[str]:
-    """The head of ``index.md``: command, date, wall time, profile, counts, the verdict counts per
-    kind of check and the rules text."""
-    counts = count_by_kind(rows)
-    n_unexplained = sum(1 for r in rows if r["verdict"] not in OK_VERDICTS and r["verdict"] != STAND_IN
-                        and not str(r.get("explanation", "")).strip())
-    n_vacuous = sum(1 for r in rows if r.get("vacuous") is True)
+    """The header of ``index.md``: command, date, wall time, profile, what was checked."""
     run_total = sum(r.get("run_seconds") or 0 for r in recs) + sum(r.get("analysis_seconds") or 0 for r in recs)
     wall = wall_seconds if wall_seconds is not None else run_total
     cmd = command or " ".join(["stabsim", "report", str(out_dir)])
-    n_findings = sum(sum(c.values()) for k, c in counts.items() if k not in ("stand-in", "error"))
-    head = [
+    n_stand_in = sum(1 for r in rows if r.get("data") == "stand-in")
+    return [
         "# stabsim report", "",
-        f"- command: `{cmd}`",
-        f"- date: {_dt.datetime.now().isoformat(timespec='seconds')}",
-        f"- wall time: {wall:.1f} s" + ("" if wall_seconds is not None else " (sum of the studies' run + analysis times)"),
-        f"- profile: {', '.join(profiles)}",
-        f"- studies: {len(recs)} in `{out_dir}`; {len(rows)} verdict rows, {n_findings} counted below "
-        f"(stand-in and error rows apart); machine-readable: [verdicts.csv](verdicts.csv), "
-        f"[verdicts.json](verdicts.json)",
-        "- " + (f"**{n_unexplained} rows that do not hold carry no explanation**" if n_unexplained
-                else "every row that does not hold carries its explanation")
-        + f"; {n_vacuous} rows are flagged *vacuous* (measured/bound < 0.01 everywhere, or the bound above "
-          f"the quantity's trivial bound)",
-        "- reproduce one study: the command in its summary; all: `stabsim run suite"
-        + (" --quick" if profiles == ["quick"] else "") + "`",
+        f"- command: `{cmd}`; date: {_dt.datetime.now().isoformat(timespec='seconds')}; wall time: {wall:.1f} s"
+        + ("" if wall_seconds is not None else " (sum of the studies' run + analysis times)"),
+        f"- profile: {_profile_text(profiles)}",
+        f"- checked: {len(recs)} studies in `{out_dir}`, {len(rows)} verdict rows (each a bound, rate, privacy, "
+        f"condition or reproduction claim of a paper; {n_stand_in} on stand-in data sets); reproduce: "
+        "`stabsim run suite" + (" --quick" if profiles == ["quick"] else "") + "`, or the command in a study's summary",
+        "- every row: [verdicts.md](verdicts.md), [verdicts.csv](verdicts.csv), [verdicts.json](verdicts.json); "
+        "this page with figures and a sortable table: [index.html](index.html)",
         "",
-        "## Verdicts by kind of check", "",
     ]
+
+
+def _kinds_section(rows: list[dict]) -> list[str]:
+    """The section "Verdicts by kind of check": counts per kind, and how to read a verdict."""
+    counts = count_by_kind(rows)
+    n_unexplained = sum(1 for r in rows if r["verdict"] not in OK_VERDICTS and r["verdict"] != STAND_IN
+                        and not str(r.get("explanation", "")).strip())
+    lines = ["## Verdicts by kind of check", "",
+             "- " + (f"**{n_unexplained} rows that do not hold carry no explanation**" if n_unexplained
+                     else "every row that does not hold carries its explanation")]
     for kind in CHECK_KINDS + ("privacy ledger", "stand-in", "error"):
         if kind in counts:
             title = KIND_TITLES.get(kind, {"stand-in": "stand-in data sets (not judged; paper values are "
                                                        "context only)", "error": "studies or checks that failed or were skipped"}.get(kind, kind))
-            head.append(f"- **{title}** ({sum(counts[kind].values())}): {_count_text(counts[kind])}")
-    head += ["", _RULES_TEXT, ""]
-    return head
+            lines.append(f"- **{title}** ({sum(counts[kind].values())}): {_count_text(counts[kind])}")
+    return lines + ["", _RULES_TEXT, ""]
 
 
 def _theorem_section(rows: list[dict]) -> list[str]:
@@ -358,39 +394,22 @@ def _theorem_section(rows: list[dict]) -> list[str]:
                                ("where", "where"), ("best lower / bound", "best_lower_tightness")]), ""]
 
 
-def _verdicts_section(rows: list[dict], errata_base: str) -> list[str]:
-    """The section "Verdicts": a table of every verdict row (failed ones in bold, errata linked)."""
-    shown = []
-    for r in rows:
-        bad = r["verdict"] in FAILED_VERDICTS
-        lab = _verdict_label(r)
-        value = ""
-        if r.get("slope") != "":
-            value = (f"slope {_g(r['slope'])} [{_g(r['slope_lower'], 4)}, {_g(r['slope_upper'], 4)}] "
-                     f"vs {_g(r['exponent'])}" + (f" ({r['log_factors']})" if r.get("log_factors") else ""))
-            if r.get("local_slope") != "":
-                value += f"; last decade {_g(r['local_slope'])}"
-        elif r.get("worst_margin") != "":
-            value = f"margin {_g(r['worst_margin'])}" + (f" at {r['worst_at']}" if r.get("worst_at") else "")
-        tight = f"{_g(r['tightness_min'], 2)}-{_g(r['tightness_max'], 2)}" if r.get("tightness_min") != "" else ""
-        shown.append({"study": r["study"], "key": r["key"], "kind": r["check_kind"], "case": r["case"],
-                      "verdict": f"**{lab}**" if bad else lab, "value": value, "tightness": tight,
-                      "vacuous": "vacuous" if r.get("vacuous") is True else "",
-                      "data": "" if r["data"] == "synthetic" else r["data"],
-                      "figure": f"[png]({r['figure']})" if r.get("figure") else "",
-                      "summary": f"[summary]({r['summary']})" if r.get("summary") else "",
-                      "explanation": _link_errata(r.get("explanation", ""), errata_base)})
-    cols = [("study", "study"), ("theorem key", "key"), ("kind", "kind"), ("case", "case"), ("verdict", "verdict"),
-            ("margin / slope (CI)", "value"), ("tightness", "tightness"), ("vacuous", "vacuous"), ("data", "data"),
-            ("figure", "figure"), ("summary", "summary"), ("explanation", "explanation")]
-    return ["## Verdicts", "", md_table(shown, cols), ""]
-
-
 def _studies_section(recs: list[dict]) -> list[str]:
     """The section "Studies": one line per study (profile, replicates, seed, run time, description)."""
-    return ["## Studies", ""] + [f"- **{r['study_id']}** ({r.get('profile')}, {r.get('replicates')} replicates, "
-                                 f"seed {r.get('seed')}, run {float(r.get('run_seconds') or 0):.1f} s): "
-                                 f"{r.get('description', '')}" for r in recs]
+    return ["## Studies", ""] + [f"- **{r['study_id']}** ({_study_facts(r)}): {r.get('description') or r.get('error') or ''}"
+                                 for r in recs]
+
+
+def _study_facts(rec: dict) -> str:
+    """"full, 100 replicates, seed 0, run 1.2 s": what a study record says (missing facts left out)."""
+    facts = [str(rec.get("profile") or "custom")]
+    if rec.get("replicates") is not None:
+        facts.append(f"{rec['replicates']} replicates")
+    if rec.get("seed") is not None:
+        facts.append(f"seed {rec['seed']}")
+    if rec.get("run_seconds") is not None:
+        facts.append(f"run {float(rec['run_seconds']):.1f} s")
+    return ", ".join(facts)
 
 
 def _report_message(recs: list[dict], rows: list[dict], path: Path) -> str:
@@ -399,11 +418,11 @@ def _report_message(recs: list[dict], rows: list[dict], path: Path) -> str:
     for rec in recs:
         vs = [r.get("verdict", "") for r in rec.get("rows", [])]
         state = f"finished: {Path(rec['dir']) / 'data.nc'}" if (Path(rec["dir"]) / "data.nc").is_file() else "no data"
-        lines.append(f"{rec['study_id']} ({rec.get('kind', '?')}, profile {rec.get('profile')}, seed {rec.get('seed')}): "
-                     f"{state}; verdicts: {', '.join(vs) or 'none'}")
-    n_failed = sum(1 for r in rows if r["verdict"] in FAILED_VERDICTS)
-    lines.append(f"wrote {path}, verdicts.csv and verdicts.json: {len(rows)} verdicts over {len(recs)} studies "
-                 f"({n_failed} violated/inconsistent)")
+        facts = ", ".join([str(rec.get("kind") or "unknown kind"), f"profile {rec.get('profile') or 'custom'}"]
+                          + ([f"seed {rec['seed']}"] if rec.get("seed") is not None else []))
+        lines.append(f"{rec['study_id']} ({facts}): {state}; verdicts: {', '.join(vs) or 'none'}")
+    lines.append(f"wrote {path}, verdicts.md, index.html, verdicts.csv and verdicts.json: {len(rows)} verdicts over "
+                 f"{len(recs)} studies; {headline_text(headline_counts(rows))}")
     return "\n".join(lines)
 
 
@@ -457,6 +476,7 @@ def _ledger_section(reports_dir: Path, study_ids) -> tuple[list[str], list[dict]
                    tag="LEDGER", check_kind="privacy ledger", case=case, quantity="eps bought (exact)",
                    verdict=r.verdict, worst_margin=r.eps_target - r.eps_bought,
                    tightness_min=r.tightness, tightness_max=r.tightness, data="synthetic",
+                   figure=f"{FIGURE_DIR}/privacy_ledger.png",
                    explanation=f"eps bought {r.eps_bought:.4g} ({r.method}) vs claimed {r.eps_target:g}; sigma used "
                                f"{r.sigma:.4g}, needed {r.sigma_needed:.4g} (ratio {r.sigma_ratio:.3g}); {r.reason}")
         vrows.append(row)

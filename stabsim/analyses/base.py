@@ -474,7 +474,7 @@ def _summary_md(rec: dict, ds, manifest) -> str:
     rs = rec.get("run_seconds")
     lines = [f"# {rec['study_id']}", "", rec["description"] or "", "",
              f"- kind: `{rec['kind']}`, check: `{rec['check']}`",
-             f"- profile: `{rec['profile']}`, replicates per cell: {rec['replicates']}, cells: {rec['cells']}, "
+             f"- profile: `{rec['profile'] or 'custom'}`, replicates per cell: {rec['replicates']}, cells: {rec['cells']}, "
              f"seed: {rec['seed']}",
              f"- sweep: {', '.join(f'{k} = {v}' for k, v in rec['sweep'].items()) or '(none)'}",
              f"- reproduce: `{rec['command']}`",
