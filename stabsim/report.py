@@ -31,9 +31,11 @@ import os
 import shutil
 from pathlib import Path
 
-from .analyses.base import ANALYSIS_FILE, CHECK_KINDS, FIGURE_DIR, STAND_IN, SUMMARY_FILE, _g, analyse, md_table
+from .analyses.base import (ANALYSIS_FILE, CHECK_KINDS, FIGURE_DIR, LITERAL_LEDGER_READINGS, STAND_IN, SUMMARY_FILE,
+                             _g, analyse, md_table)
 from .report_findings import first_screen, headline_counts, headline_text, row_contradictions  # noqa: F401
 from .report_pages import verdicts_page
+from .verdict_core import FAILED_VERDICTS, LITERAL_READING, is_headline, mark_repeats
 from .verdicts import OK_VERDICTS
 
 __all__ = ["report", "collect", "verdict_rows", "VERDICT_COLUMNS", "write_verdict_table", "count_by_kind",
@@ -271,6 +273,9 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     rows = verdict_rows(recs)
     ledger, ledger_rows = _ledger_section(reports_dir, [r["study_id"] for r in recs])
     rows += ledger_rows
+    mark_repeats(rows)
+    for r in rows:
+        r["headline"] = is_headline(r)
     write_verdict_table(rows, reports_dir)
     text = index_markdown(recs, rows, profiles, out_dir, command, wall_seconds, ledger, errata_base)
     path = reports_dir / "index.md"
@@ -476,7 +481,9 @@ def _ledger_section(reports_dir: Path, study_ids) -> tuple[list[str], list[dict]
                    tag="LEDGER", check_kind="privacy ledger", case=case, quantity="eps bought (exact)",
                    verdict=r.verdict, worst_margin=r.eps_target - r.eps_bought,
                    tightness_min=r.tightness, tightness_max=r.tightness, data="synthetic",
-                   figure=f"{FIGURE_DIR}/privacy_ledger.png",
+                   figure=f"{FIGURE_DIR}/privacy_ledger.png", errata_ids=" ".join(_errata_ids(r.reason)),
+                   qualifier=LITERAL_READING if (r.paper, r.reading) in LITERAL_LEDGER_READINGS
+                   and r.verdict in FAILED_VERDICTS else "",
                    explanation=f"eps bought {r.eps_bought:.4g} ({r.method}) vs claimed {r.eps_target:g}; sigma used "
                                f"{r.sigma:.4g}, needed {r.sigma_needed:.4g} (ratio {r.sigma_ratio:.3g}); {r.reason}")
         vrows.append(row)

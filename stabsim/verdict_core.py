@@ -232,10 +232,10 @@ def is_headline(row: Mapping) -> bool:
     """True for a report row that is a finding about a paper: a significant failure
     (``FAILED_VERDICTS``) of a row that could fail (``can_fail`` not False), on the paper's own or
     synthetic data (not a stand-in), under a reading the authors would defend (qualifier not
-    ``LITERAL_READING``), and not a repeat of another row's result (``repeat_of`` empty)."""
+    ``LITERAL_READING``).  A row that repeats another's result (``repeat_of``) is a headline row
+    of the same finding; counts of distinct results skip it."""
     return (row.get("verdict") in FAILED_VERDICTS and _flag(row.get("can_fail")) is not False
-            and row.get("data") != "stand-in" and row.get("qualifier") != LITERAL_READING
-            and not row.get("repeat_of"))
+            and row.get("data") != "stand-in" and row.get("qualifier") != LITERAL_READING)
 
 
 def row_result(row: Mapping) -> tuple | None:
@@ -261,13 +261,11 @@ def row_result(row: Mapping) -> tuple | None:
 
 
 def mark_repeats(rows: list[dict]) -> list[dict]:
-    """Set ``repeat_of`` on every row whose ``row_result`` equals an earlier row's of the same study
-    (to ``"<study> row <i>"``, i counted from 1 within the study); others get ``""``.  Returns rows."""
+    """Set ``repeat_of`` on every row whose ``row_result`` equals an earlier row's of the same study,
+    to that row's name ``"<study>/<key>/<case>"``; others get ``""``.  Returns ``rows``."""
     first: dict = {}
-    counter: dict = {}
     for row in rows:
         study = row.get("study", "")
-        counter[study] = counter.get(study, 0) + 1
         res = row_result(row)
         row["repeat_of"] = ""
         if res is None:
@@ -276,5 +274,5 @@ def mark_repeats(rows: list[dict]) -> list[dict]:
         if k in first:
             row["repeat_of"] = first[k]
         else:
-            first[k] = f"{study} row {counter[study]}"
+            first[k] = f"{study}/{row.get('key', '')}/{row.get('case', '')}"
     return rows

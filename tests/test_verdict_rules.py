@@ -159,17 +159,17 @@ def test_a_literal_typesetting_reading_is_reported_but_not_a_headline():
 def test_headline_rule_and_repeats():
     base = {"study": "s", "check_kind": "rate", "verdict": "inconsistent", "qualifier": "", "data": "synthetic",
             "slope": 0.9, "slope_lower": 0.8, "slope_upper": 1.0, "exponent": 0.5, "can_fail": True}
-    rows = mark_repeats([dict(base, key="A"), dict(base, key="B"), dict(base, key="C", slope=0.7),
+    rows = mark_repeats([dict(base, key="A", case="c"), dict(base, key="B"), dict(base, key="C", slope=0.7),
                          dict(base, study="t", key="A")])
-    assert [r["repeat_of"] for r in rows] == ["", "s row 1", "", ""]
-    assert [is_headline(r) for r in rows] == [True, False, True, True]
+    assert [r["repeat_of"] for r in rows] == ["", "s/A/c", "", ""]
+    assert all(is_headline(r) for r in rows)   # a repeat is a headline row of the same finding
     assert not is_headline(dict(base, can_fail=False)) and not is_headline(dict(base, can_fail="False"))
     assert not is_headline(dict(base, verdict="matches")) and not is_headline(dict(base, data="stand-in"))
     ledger = {"study": "p", "check_kind": "privacy ledger", "key": "L", "verdict": "not private at this setting"}
     led = mark_repeats([dict(ledger, case="alg, n=16, T=256, delta=0.001, eps=1"),
                         dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=1"),
                         dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=3")])
-    assert [r["repeat_of"] for r in led] == ["", "p row 1", ""]
+    assert [r["repeat_of"] for r in led] == ["", "p/L/alg, n=16, T=256, delta=0.001, eps=1", ""]
 
 
 def test_an_audit_without_a_detected_sanity_run_has_no_power():

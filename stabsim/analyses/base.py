@@ -70,6 +70,8 @@ LITERAL_READINGS = {
         "as ending before '+ eps'; the paper's next sentence Taylor-expands the term to eps^2/(4 log(1/delta)), "
         "which holds only when the root covers log(1/delta) + eps (the corrected reading)"),
 }
+#: (paper, privacy-ledger reading) pairs priced under the same literal reading (``stabsim.privacy.ledger``).
+LITERAL_LEDGER_READINGS = {("P3", "rho printed")}
 
 
 @dataclass
