@@ -435,13 +435,25 @@ _RULES_TEXT = """\
 How to read a verdict (the rules are in `stabsim/verdicts.py`):
 *holds*: the CI lies below the bound at every coordinate (an intersection-union test, no correction needed);
 *violated*: significantly above the bound at some coordinate after Holm's correction over the curve's coordinates;
-*inconclusive*: neither (the CI straddles the bound), or a qualifier says why no claim is made (saturated, curvature);
-*matches*: the slope CI contains the theorem's nominal exponent;
-*faster than claimed*: consistent with the O(.) bound, but the claimed rate is not attained on this range;
-*inconsistent*: the slope is significantly on the wrong side of the exponent;
-*vacuous*: the bound holds but measured/bound < 0.01 everywhere (or it exceeds the quantity's trivial bound);
+*inconclusive*: neither (the CI straddles the bound), or a qualifier says why no claim is made: *curvature* (the last
+decade of the sweep disagrees with the whole), *cannot discriminate* (the slope CI or the claim's band is too wide to
+tell a rate 0.25 away), *shape: pre-asymptotic / saturated / floor* (the curve's shape says nothing about the rate on
+this range: below the bound's curve while decaying more slowly, flattened by noise that fills the domain, or held at
+a term the bound itself keeps);
+*matches*: the slope CI meets the claim's band, from the nominal exponent to the bound's own log-log slope over the
+measured range (its log factors included);
+*faster than claimed*: below the band: consistent with the O(.) bound, but the claimed rate is not attained here;
+*inconsistent*: significantly above the band, and not below the bound's curve (unless an errata finding argues an
+asymptotic contradiction);
+*vacuous*: the bound holds, but measured/bound < 0.01 everywhere (on the scale of a distance for squared quantities)
+or the bound is at or above the quantity's trivial bound;
+*uninformative*: the row could not have failed (a planted violation at twice the bound, or a rate 0.25 outside the
+band, would not have been detected; or the result holds by construction): counted apart, never a finding;
+*literal reading*: a failure under a reading of the paper's typesetting its authors would not defend: reported,
+not a finding;
 *stand-in (no paper value)*: measured on a stand-in data set, so the paper's number is context, not a reference.
-Each row is its own claim at 95 % confidence; no correction is made across rows."""
+Each row is its own claim at 95 % confidence; no correction is made across rows.  Rows that repeat another row's
+result (the same fit under two registry keys, one calibration priced at several n) name it in `repeat_of`."""
 
 
 def _errata_base(reports_dir: Path) -> str:
