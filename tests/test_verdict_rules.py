@@ -184,3 +184,16 @@ def test_an_audit_without_a_detected_sanity_run_has_no_power():
     assert powered[0][0].verdict == "consistent" and powered[0][0].can_fail is True
     assert (blind[0][0].verdict, blind[0][0].qualifier, blind[0][0].can_fail) == ("inconclusive", NO_POWER, False)
     assert all(r[0].can_fail is False for r in powered[1:] + blind[1:])   # the SANITY rows are power checks
+
+
+def test_the_overlay_trivial_bound_of_a_twin_distance():
+    """2 G eta t along the steps at a constant step, capped by the diameter D of W; none for a
+    quantity that is not a distance or where neither is finite."""
+    from stabsim.analyses.overlay import _trivial_distance
+
+    m = xr.Dataset({"estimate": ("t", np.ones(3))}, coords={"t": [1.0, 10.0, 100.0]}, attrs={"quantity": "uas_mean"})
+    np.testing.assert_allclose(_trivial_distance({}, {"G": 2.0}, {"eta": 0.5}, m, "t"), [2.0, 20.0, 200.0])
+    np.testing.assert_allclose(_trivial_distance({}, {"G": 2.0, "D": 50.0}, {"eta": 0.5}, m, "t"), [2.0, 20.0, 50.0])
+    assert _trivial_distance({}, {"G": 2.0}, {}, m, "t") is None
+    assert _trivial_distance({"trivial": False}, {"G": 2.0}, {"eta": 0.5}, m, "t") is None
+    assert _trivial_distance({}, {"G": 2.0}, {"eta": 0.5}, m.assign_attrs(quantity="gen_gap"), "t") is None

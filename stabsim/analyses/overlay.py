@@ -62,6 +62,20 @@ def _loss_constants(params, spec=None) -> dict:
     return out
 
 
+def _trivial_distance(cfg, c, vals, measure, x):
+    """The largest value a distance between the twin runs can take at each x, or None: the diameter
+    D of W when the run is projected, and, along the steps t at a constant step eta, the path bound
+    2 G eta t (each of t steps moves the two runs apart by at most eta ||g - g'|| <= 2 eta G, and an
+    average of iterates is no farther apart than the farthest of them)."""
+    if not cfg.get("trivial", True) or measure.attrs.get("quantity") not in _DISTANCE_QUANTITIES:
+        return None
+    triv = np.full(measure[x].shape, c.get("D", math.inf), dtype=float)
+    G, eta = c.get("G", math.inf), vals.get("eta")
+    if x == "t" and eta is not None and np.ndim(eta) == 0 and math.isfinite(G):
+        triv = np.minimum(triv, 2.0 * G * float(eta) * measure[x].values.astype(float))
+    return triv if np.all(np.isfinite(triv)) else None
+
+
 def _values(spec, params, c, ds) -> dict:
     a, d = params.get("algorithm", {}), params.get("data", {})
     vals = {}
@@ -259,9 +273,7 @@ def _overlay_case(res, spec, cfg, sub, params, c, vals, bounds_reg, label) -> No
         notes.append(f"neighbours: {measure.attrs.get('candidates', measure.attrs.get(cands[0]))}")
     notes += [f"{k} = {float(np.max(v)) if np.ndim(v) else v:.4g}{' (max over x)' if np.ndim(v) else ''}"
               for k, v in vals.items() if k in (cfg.get("constants") or {})]
-    triv = None
-    if cfg.get("trivial", True) and "D" in c and measure.attrs.get("quantity") in _DISTANCE_QUANTITIES:
-        triv = c["D"]
+    triv = _trivial_distance(cfg, c, vals, measure, x)
     curves, verdicts = [], []
     for b in bounds_reg:
         bound = _bound_values(b, vals, measure[x].shape)
