@@ -69,8 +69,16 @@ def test_wrong_exponent_is_detected(results, monkeypatch):
     """Claiming a much faster decay (n^-3) than the measurement shows must give 'inconsistent'."""
     import stabsim.analyses.p1_excess_rate as mod
 
+    import dataclasses
+
+    import stabsim.theory as theory
+
     _, sdir = results["p1_thm2_rate"]
+    real_get = theory.get
     monkeypatch.setattr(mod, "rate_exponent", lambda *a, **k: -3.0)
+    # the planted claim with its own shape: O(n^-3), expression n^-3 (a band, not a mismatch of the two)
+    monkeypatch.setattr(theory, "get", lambda key: dataclasses.replace(
+        real_get(key), func=lambda **kw: np.asarray(kw["n"], float) ** -3.0))
     rec = analyse(sdir)
     assert [r["verdict"] for r in rec["rows"]] == ["inconsistent"]
     assert rec["rows"][0]["explanation"]
