@@ -15,8 +15,8 @@ Marker attributes (``name=value``; quote a value that holds spaces or commas: ``
 
 selectors
     any column of the report (``study``, ``key``, ``case``, ``verdict``, ``quantity``, ...).
-    a value with ``*`` or ``?`` matches the whole cell as a shell pattern (``key=P3.Thm3.*``,
-    ``case="*eps=1"``); otherwise ``case``, ``explanation`` and ``qualifier`` match as
+    a value with ``*``, ``?`` or ``[`` matches the whole cell as a shell pattern
+    (``key=P3.Thm3.*``, ``key=P0.Thm[235].excess.printed``, ``case="*eps=1"``); otherwise ``case``, ``explanation`` and ``qualifier`` match as
     substrings, the other columns exactly.  A column may be
     given several times: every condition must hold.
 ``field``
@@ -50,7 +50,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MARKER_RE", "Marker", "SyncError", "Mismatch", "load_rows", "markers", "render",
+__all__ = ["MARKER_RE", "Marker", "SyncError", "MissingStudy", "Mismatch", "load_rows", "markers", "render",
            "sync", "check", "DEFAULT_DOCS", "main"]
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,6 +66,15 @@ _TRAILING_ID = re.compile(r"\s*\(P[0-4]-[A-Z0-9/]+\)\s*$")
 
 class SyncError(ValueError):
     """A marker that cannot be rendered (bad attribute, no matching row, ambiguous value)."""
+
+
+class MissingStudy(SyncError):
+    """A marker names (``study=<id>``) a study that has no row at all in the report: a study
+    added after the report was generated."""
+
+    def __init__(self, study: str):
+        super().__init__(f"study {study!r} has no row in the report (not run since it was added?)")
+        self.study = study
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,7 @@ class Mismatch:
     found: str
     expected: str | None
     error: str | None = None
+    missing_study: str | None = None
 
     def __str__(self):
         if self.error is not None:
@@ -141,7 +151,7 @@ def _matches(row: dict, col: str, want: str) -> bool:
     if col not in row:
         raise SyncError(f"the report has no column {col!r}")
     have = _cell(row[col])
-    if "*" in want or "?" in want:
+    if any(c in want for c in "*?["):
         return fnmatch.fnmatchcase(have, want)
     if col in _SUBSTRING_COLS:
         return want in have
@@ -200,6 +210,9 @@ def render(attrs: str, rows: list[dict]) -> str:
         raise SyncError(f"agg={agg!r} is not one of {sorted(_AGGS)}")
     picked = _select(rows, sel)
     if not picked:
+        for c, w in sel:
+            if c == "study" and not any(ch in w for ch in "*?[") and not any(_cell(r.get("study")) == w for r in rows):
+                raise MissingStudy(w)
         raise SyncError("no row of the report matches " + " ".join(f"{c}={w!r}" for c, w in sel))
     if agg == "count":
         return str(len(picked))
@@ -251,21 +264,23 @@ def _rewrite(text: str, rows: list[dict], doc: str) -> tuple[str, list[Mismatch]
                 problems.append(Mismatch(doc, mk.line, mk.attrs, mk.text, new))
         except SyncError as e:
             new = mk.text
-            problems.append(Mismatch(doc, mk.line, mk.attrs, mk.text, None, str(e)))
+            problems.append(Mismatch(doc, mk.line, mk.attrs, mk.text, None, str(e),
+                                     getattr(e, "study", None)))
         out.append(f"<!--q {mk.attrs}-->{new}<!--/q-->")
         pos = mk.end
     out.append(text[pos:])
     return "".join(out), problems
 
 
-def sync(doc_path: str | Path, rows: list[dict]) -> str:
+def sync(doc_path: str | Path, rows: list[dict], allow_missing: bool = False) -> str:
     """The text of ``doc_path`` with every marker's text regenerated from ``rows``.
 
     Raises :class:`SyncError` (listing every failing marker) when a marker cannot be rendered,
-    so that a stale number is never kept silently."""
+    so that a stale number is never kept silently.  ``allow_missing`` keeps the text of the
+    markers whose study has no row at all in the report (:class:`MissingStudy`) instead."""
     p = Path(doc_path)
     new, problems = _rewrite(p.read_text(encoding="utf-8"), rows, str(p))
-    errors = [m for m in problems if m.error is not None]
+    errors = [m for m in problems if m.error is not None and not (allow_missing and m.missing_study)]
     if errors:
         raise SyncError("\n".join(str(m) for m in errors))
     return new
@@ -283,6 +298,8 @@ def main(argv=None) -> int:
     ap.add_argument("docs", nargs="*", help=f"documents (default: {', '.join(DEFAULT_DOCS)})")
     ap.add_argument("--reports", default=str(REPO / "reports"), help="the reports folder or a verdicts.json")
     ap.add_argument("--check", action="store_true", help="only list the differences (exit 1 if any)")
+    ap.add_argument("--allow-missing", action="store_true",
+                    help="keep the text of markers whose study is not in the report at all (a study added since)")
     a = ap.parse_args(argv)
     rows = load_rows(a.reports)
     docs = [Path(d) for d in a.docs] or [REPO / d for d in DEFAULT_DOCS]
@@ -292,11 +309,13 @@ def main(argv=None) -> int:
             continue
         if a.check:
             for m in check(d, rows):
+                if a.allow_missing and m.missing_study:
+                    continue
                 print(m)
                 status = 1
             continue
         try:
-            new = sync(d, rows)
+            new = sync(d, rows, allow_missing=a.allow_missing)
         except SyncError as e:
             print(e, file=sys.stderr)
             status = 2

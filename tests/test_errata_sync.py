@@ -101,9 +101,27 @@ def test_cli_check_and_write(tmp_path, capsys):
     assert es.main([str(p), "--reports", str(tmp_path), "--check"]) == 0
 
 
+def test_a_study_missing_from_the_report_is_told_apart(tmp_path):
+    p = _doc(tmp_path, "a <!--q study=new key=K.x agg=verdict-->holds<!--/q--> "
+                       "b <!--q study=s1 key=K.nope agg=verdict-->holds<!--/q-->\n")
+    found = es.check(p, ROWS)
+    assert [m.missing_study for m in found] == ["new", None]
+    # the study-wide gap may be kept on request; a missing key of a present study never is
+    with pytest.raises(es.SyncError, match="K.nope"):
+        es.sync(p, ROWS, allow_missing=True)
+    p.write_text("a <!--q study=new key=K.x agg=verdict-->holds<!--/q-->\n", encoding="utf-8")
+    assert es.sync(p, ROWS, allow_missing=True) == p.read_text(encoding="utf-8")
+    with pytest.raises(es.SyncError, match="no row in the report"):
+        es.sync(p, ROWS)
+    with pytest.raises(es.MissingStudy):
+        es.render("study=new key=K.x", ROWS)
+
+
 def test_committed_docs_agree_with_the_committed_report():
     """Every marked number and verdict of the docs equals what reports/verdicts.json gives
-    (after regenerating reports/, run ``python -m stabsim.errata_sync``)."""
+    (after regenerating reports/, run ``python -m stabsim.errata_sync``).  The only tolerated
+    gap is a study that has a study file but no row at all in the report (added since the
+    report was generated); its markers are checked once the report is regenerated."""
     rows = es.load_rows(REPO / "reports")
     problems = []
     n_markers = 0
@@ -111,6 +129,19 @@ def test_committed_docs_agree_with_the_committed_report():
         p = REPO / d
         if p.is_file():
             n_markers += len(es.markers(p.read_text(encoding="utf-8")))
-            problems += [str(m) for m in es.check(p, rows)]
+            problems += [str(m) for m in es.check(p, rows)
+                         if not (m.missing_study and (REPO / "studies" / f"{m.missing_study}.toml").is_file())]
     assert problems == []
-    assert n_markers >= 20  # docs/errata.md's findings are marked, not typed in
+    assert n_markers >= 40  # docs/errata.md's study numbers are marked, not typed in
+
+
+def test_errata_findings_quote_the_report_not_stale_numbers():
+    """The numbers of issue 55 that had drifted from the report are now generated: P3-E1's
+    margins, P3-E2's verdict (the approximation holds in p3_calibration), P4-F1's verdict."""
+    text = (REPO / "docs" / "errata.md").read_text(encoding="utf-8")
+    plain = es.MARKER_RE.sub(lambda m: m.group("text"), text)
+    assert "-2.05 to\n-15.3" not in plain and "margin -0.295" not in plain
+    assert "(inconsistent), calibrated sigma" not in plain
+    for m in es.markers(text):
+        if "study=p3_calibration" in m.attrs and "sigma2_t.approx" in m.attrs and "agg=verdict" in m.attrs:
+            assert m.text == "holds"
