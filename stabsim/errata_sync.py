@@ -28,7 +28,7 @@ selectors
     ``value`` (exactly one distinct value over the selected rows), ``min``, ``max``,
     ``range`` (``min<sep>max``; ``order=desc`` prints ``max<sep>min``, ``order=abs`` orders by
     absolute value), ``list`` (every selected value in report order, joined by ``sep``),
-    ``count`` (number of selected rows), ``verdict`` (the one verdict of the selected rows, with
+    ``count`` (number of selected rows; no row at all is an error unless ``zero=ok``), ``verdict`` (the one verdict of the selected rows, with
     its qualifier in parentheses unless ``qual=no``; a trailing errata citation such as
     ``(P4-F1)`` is dropped from the qualifier).
 ``fmt``
@@ -57,9 +57,10 @@ REPO = Path(__file__).resolve().parent.parent
 #: the docs that quote study results (relative to the repository root).
 DEFAULT_DOCS = ("docs/errata.md", "docs/privacy.md", "README.md")
 
-MARKER_RE = re.compile(r"<!--q\s+(?P<attrs>[^>]*?)\s*-->(?P<text>.*?)<!--/q-->", re.S)
+# attributes start with a name=, so that prose mentioning "<!--q ...-->" is not a marker
+MARKER_RE = re.compile(r"<!--q\s+(?P<attrs>\w+=[^>]*?)\s*-->(?P<text>.*?)<!--/q-->", re.S)
 _SUBSTRING_COLS = {"case", "explanation", "qualifier"}
-_OPTIONS = {"field", "agg", "fmt", "sep", "order", "re", "qual"}
+_OPTIONS = {"field", "agg", "fmt", "sep", "order", "re", "qual", "zero"}
 _AGGS = {"value", "min", "max", "range", "list", "count", "verdict"}
 _TRAILING_ID = re.compile(r"\s*\(P[0-4]-[A-Z0-9/]+\)\s*$")
 
@@ -209,6 +210,8 @@ def render(attrs: str, rows: list[dict]) -> str:
     if agg not in _AGGS:
         raise SyncError(f"agg={agg!r} is not one of {sorted(_AGGS)}")
     picked = _select(rows, sel)
+    if not picked and agg == "count" and opt.get("zero") == "ok":
+        return "0"
     if not picked:
         for c, w in sel:
             if c == "study" and not any(ch in w for ch in "*?[") and not any(_cell(r.get("study")) == w for r in rows):

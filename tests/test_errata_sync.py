@@ -44,6 +44,10 @@ def test_case_is_a_substring_and_globs_anchor():
     assert es.render('key=K.rate case="eps=4" agg=count', ROWS) == "2"
     assert es.render('key=K.rate case="*eps=4.0" agg=count', ROWS) == "1"
     assert es.render("key=K.* agg=count", ROWS) == "5"
+    # no row: an error (a typo must not print 0) unless the marker allows zero
+    with pytest.raises(es.SyncError, match="no row"):
+        es.render("key=K.exact verdict=violated agg=count", ROWS)
+    assert es.render("key=K.exact verdict=violated agg=count zero=ok", ROWS) == "0"
 
 
 def test_verdict_with_qualifier_drops_the_errata_citation():
@@ -57,6 +61,11 @@ def test_regex_on_a_text_field():
     assert es.render('key=K.printed case="eps=0.5" field=explanation re="sigma = ([0-9.]+\\.\\.[0-9.]+)"',
                      ROWS) == "3.37..4.8"
     assert es.render('key=K.printed case="eps=0.5" field=explanation re="sigma = ([0-9]+\\.[0-9]+)"', ROWS) == "3.37"
+
+
+def test_prose_about_markers_is_not_a_marker():
+    assert es.markers("numbers sit between `<!--q ...-->` and `<!--/q-->` markers") == []
+    assert len(es.markers("x <!--q key=K.exact-->0.66<!--/q--> y")) == 1
 
 
 def test_errors_no_row_ambiguous_value_non_numbers():
