@@ -239,6 +239,7 @@ def test_lem4_small_kappa_separates_the_readings(tmp_path):
     printed = rows["P0.Lem4.rademacher_auc_hinge.printed"]
     assert printed["verdict"] == "violated"
     assert printed["tightness_min"] > 1  # the estimate is above the printed bound at every t
+    assert "P0-E14" in printed["explanation"]
     assert rows["P0.Lem4.rademacher_auc_hinge.corrected"]["tightness_max"] < 1
 
 
