@@ -144,6 +144,10 @@ TINY = {
     "p0_thm4_sigma": "study.replicates = 4\nstudy.chunk = 4\ndata.n = 10\nsweep.eps = [0.3, 1000.0]\n",
     "p0_lem4_rademacher": "study.replicates = 6\nstudy.chunk = 6\nrademacher.t = [2, 4, 8]\n"
                           "rademacher.samples = 8\n",
+    # the small-kappa study separates the readings of Lemma 4 only if the Monte-Carlo noise of the
+    # sign sums (order 1/sqrt(t x samples x replicates)) is below the gap R_t - printed bound
+    "p0_lem4_small_kappa": "study.replicates = 50\nstudy.chunk = 50\nrademacher.t = [2, 4, 8]\n"
+                           "rademacher.samples = 400\n",
     "p0_thmA7_hoeffding": "study.replicates = 200\nstudy.chunk = 200\nhoeffding.m = 2000\nsweep.n = [10, 40]\n",
 }
 
@@ -220,6 +224,23 @@ def test_lem4_tiny(tmp_path):
         if k.startswith("P0.Lem4"):
             assert x == "holds", (k, lab, x)
     assert sum(k.startswith("P0.Lem4") for k, _ in v) == 6  # 3 keys x d in {2, 4}
+
+
+def test_lem4_small_kappa_separates_the_readings(tmp_path):
+    """P0 Lemma 4 (errata P0-E14): at kappa = 0.035 the hinge is linear on the class, so R_t is of
+    order D kappa/sqrt(t), while the printed bound 4 G D kappa/sqrt(t) = 8 D kappa^2/sqrt(t) is
+    2 kappa = 0.07 times the corrected one: the printed reading must fall below the estimate at
+    every t, the corrected one must hold (and p0_lem4_rademacher, kappa = 0.71, holds for both)."""
+    rec = analyse(_run_tiny("p0_lem4_small_kappa", tmp_path))
+    v = verdicts(rec)
+    rows = {r["key"]: r for r in rec["rows"]}
+    assert v[("P0.Lem4.rademacher_auc_hinge.corrected", "auc_hinge, corrected")] == "holds"
+    assert v[("P0.Lem4.rademacher_linear", "linear")] == "holds"
+    printed = rows["P0.Lem4.rademacher_auc_hinge.printed"]
+    assert printed["verdict"] == "violated"
+    assert printed["tightness_min"] > 1  # the estimate is above the printed bound at every t
+    assert "P0-E14" in printed["explanation"]
+    assert rows["P0.Lem4.rademacher_auc_hinge.corrected"]["tightness_max"] < 1
 
 
 def test_thmA7_tiny(tmp_path):

@@ -62,7 +62,10 @@ def check_rademacher(spec, ds) -> CheckResult:
             for v in verdicts:
                 res.add(v, figure=fig, label=lab + cls + ("" if not v.key.endswith(("printed", "corrected"))
                                                           else ", " + v.key.rsplit(".", 1)[-1]),
-                        explanation=None if v.ok else "Rademacher estimate above Lemma 4: " + "; ".join(v.notes))
+                        explanation=None if v.ok else "Rademacher estimate above Lemma 4"
+                        + (" as printed, 4 G D kappa/sqrt(t) with G = 2 kappa (errata P0-E14: the contraction "
+                           "step needs the hinge's scalar Lipschitz constant 1, not G)" if v.key.endswith("printed")
+                           else "") + ": " + "; ".join(v.notes))
             res.measured[f"R_t({cls}) at t={int(t[-1])}{' (' + label + ')' if label else ''}"] = float(m["estimate"][-1])
         if "P0.Lem5.rademacher_nuclear" in keys:
             k = "P0.Lem5.rademacher_nuclear"
