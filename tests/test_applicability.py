@@ -253,4 +253,23 @@ def test_rows_of_a_bound_used_outside_its_assumptions_are_qualified():
     assert marked.qualifier == f"vacuous; {OUTSIDE}" and marked.label == f"holds (vacuous; {OUTSIDE})"
     assert any(n.startswith(f"{OUTSIDE} (opted in): algorithm: P1.Thm4.uas") for n in marked.notes)
     assert other.qualifier == "" and other.notes == ()
+    assert res.explanation(0).startswith(f"{OUTSIDE}: algorithm: P1.Thm4.uas") and res.explanation(1) == ""
     assert any("P1.Thm4.uas is compared outside its theorem's assumptions" in n for n in res.notes)
+
+
+def test_opted_in_overlay_runs_and_its_summary_says_outside(tmp_path):
+    """End to end (a tiny run): the opted-in study runs, its row is 'holds (outside the theorem's
+    assumptions)' with the mismatches as its explanation, and summary.md shows both."""
+    from stabsim.analyses.base import analyse
+    from stabsim.study import run_study
+
+    text = _file(P4_FILE, bounds_extra="outside_assumptions = true").replace("replicates = 8", "replicates = 4\nchunk = 4")
+    spec = parse_study(text.replace("T = 100", "T = 50\ncheckpoints = 4"))
+    run_study(spec, tmp_path)
+    rec = analyse(tmp_path / spec.id)
+    (row,) = rec["rows"]
+    assert row["key"] == "P1.Thm4.uas" and row["qualifier"].endswith(OUTSIDE)
+    assert row["verdict_label"] == f"{row['verdict']} ({row['qualifier']})"
+    assert "the run uses 'p4_alg1'" in row["explanation"] and "'point_hinge' is pointwise" in row["explanation"]
+    summary = (tmp_path / spec.id / "summary.md").read_text(encoding="utf-8")
+    assert f"({OUTSIDE})" in summary and "P1.Thm4.uas is compared outside its theorem's assumptions" in summary

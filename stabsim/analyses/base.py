@@ -447,12 +447,14 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
 def _mark_outside(spec, res: CheckResult) -> None:
     """Rows of a bound the study compares outside its theorem's assumptions (opted in,
     ``stabsim.applicability``): qualifier "outside the theorem's assumptions", mismatches in the notes."""
-    from ..applicability import mark_outside
+    from ..applicability import OUTSIDE, mark_outside
 
     outside = getattr(spec, "outside_assumptions", None) or {}
     for i, v in enumerate(res.verdicts):
         if v.key in outside:
             res.verdicts[i] = mark_outside(v, outside[v.key])
+            why = f"{OUTSIDE}: " + "; ".join(outside[v.key])
+            res.explanations[i] = f"{res.explanations[i]}; {why}" if res.explanations.get(i) else why
     for key, mism in outside.items():
         res.notes.append(f"{key} is compared outside its theorem's assumptions (outside_assumptions): "
                          + "; ".join(mism))

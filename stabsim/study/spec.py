@@ -206,7 +206,7 @@ def _check_assumptions(src: str, spec: StudySpec, check, extra) -> dict:
         keys = ", ".join(refused)
         raise StudyError(f"{src}: the run is outside the assumptions of {keys}:\n{lines}\nCompare with a bound whose "
                          f"theorem covers this run, or, to compare anyway, set outside_assumptions = "
-                         f"[{', '.join(repr(k).replace(chr(39), chr(34)) for k in refused)}] in [bounds] "
+                         f"{json.dumps(list(refused))} in [bounds] "
                          f"(every row of it is then marked \"outside the theorem's assumptions\")")
     return {k: m for k, m in found.items() if k in opted}
 
