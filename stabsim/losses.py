@@ -264,8 +264,9 @@ class Loss:
     @property
     def curved(self) -> bool:
         """phi'' > 0 everywhere (squared, logistic, least squares): F_S is strongly convex, and so
-        PL, on data whose pair differences (points) span R^d, the logistic loss on a bounded W.  The
-        hinge and q-hinge losses are flat beyond the margin: never strongly convex nor PL."""
+        PL, on data whose pair differences (points) span R^d (for the logistic loss with a modulus
+        that shrinks as the margins grow: on a bounded W, or near a finite minimiser); not checked
+        here.  The hinge and q-hinge losses are flat beyond the margin: never strongly convex nor PL."""
         return self.form == POINT_LSQ or self.phi in (SQUARED, LOGISTIC)
 
     def classes(self, bounded: bool) -> frozenset:

@@ -273,3 +273,20 @@ def test_opted_in_overlay_runs_and_its_summary_says_outside(tmp_path):
     assert "the run uses 'p4_alg1'" in row["explanation"] and "'point_hinge' is pointwise" in row["explanation"]
     summary = (tmp_path / spec.id / "summary.md").read_text(encoding="utf-8")
     assert f"({OUTSIDE})" in summary and "P1.Thm4.uas is compared outside its theorem's assumptions" in summary
+
+
+def test_declared_loss_classes_agree_with_the_losses_constants():
+    """A loss is Lipschitz on R^d exactly when its G(kappa, inf) is finite, and on every bounded W;
+    smooth exactly when its Hoelder exponent is 1; strongly convex / PL never for hinge-type losses."""
+    import math
+
+    from stabsim.losses import get_loss
+
+    losses = list(LOSSES.values()) + [get_loss(n, 1.5) for n in ("auc_qhinge", "ranking_qhinge")]
+    for loss in losses:
+        assert ("lipschitz" in loss.classes(False)) == math.isfinite(loss.G(1.0, math.inf)), loss.name
+        assert "lipschitz" in loss.classes(True) and math.isfinite(loss.G(1.0, 2.0)), loss.name
+        assert ("smooth" in loss.classes(True)) == (loss.holder == 1.0), loss.name
+        assert ("strongly_convex" in loss.classes(True)) == ("hinge" not in loss.name), loss.name
+    assert "lipschitz" not in LOSSES["auc_squared"].classes(False) and "lipschitz" in LOSSES["auc_hinge"].classes(False)
+    assert ALGORITHMS["sgd_pair"].names == ("sgd_pair", "p4_alg2") and ALGORITHMS["p1_alg1"].names == ("p1_alg1",)
