@@ -37,7 +37,9 @@ OUTPUTS = {"eta_weighted_lag2": 2, "mean_lag1": 1, "t_weighted_lag2": 2, "last":
 
 @dataclass(frozen=True)
 class Algorithm:
-    """A pair schedule + index mode + output convention (+ default noise 0)."""
+    """A pair schedule + index mode + output convention (+ default noise 0).  ``pairwise``: it
+    takes a pairwise loss (False: a pointwise one); ``instance_of``: other algorithms' names it is
+    a special case of."""
 
     name: str
     schedule: int
@@ -46,6 +48,14 @@ class Algorithm:
     output: str = "eta_weighted_lag2"
     pairwise: bool = True
     reference: str = ""
+    instance_of: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """This algorithm's name and those of the algorithms it is a case of (``instance_of``:
+        SGD_pair is P4 Alg. 2 with sigma = 0), for matching a theorem's algorithms
+        (``stabsim.applicability``)."""
+        return (self.name,) + tuple(self.instance_of)
 
     @property
     def avg_lag(self) -> int:
@@ -74,7 +84,8 @@ ALGORITHMS = {
     "p1_buffer_online": Algorithm("p1_buffer_online", PREVIOUS, sequential=True, buffer=2,
                                   reference="P1 Remark 7 on the online stream"),
     "sgd_pair": Algorithm("sgd_pair", UNIFORM_PAIR, output="mean_lag1",
-                          reference="SGD_pair (Lei et al. 2020) = P4 Algorithm 2 without noise"),
+                          reference="SGD_pair (Lei et al. 2020) = P4 Algorithm 2 without noise",
+                          instance_of=("p4_alg2",)),
     "p0_alg1": Algorithm("p0_alg1", ALL_PREV, output="mean_lag1", reference="P0 Algorithm 1"),
     "p4_alg1": Algorithm("p4_alg1", POINTWISE, output="mean_lag1", pairwise=False,
                          reference="P4 Algorithm 1 (pointwise DP-SGD)"),

@@ -217,7 +217,9 @@ class Loss:
     Frobenius) ball of radius R (``math.inf`` when unconstrained; G is then infinite for
     losses with unbounded gradients).  ``holder`` is the Hölder exponent alpha of the
     gradient (1 = smooth, 0 = only bounded subgradients, P4 Def. 3); ``L`` is then the
-    Hölder constant.
+    Hölder constant.  What a theorem may assume of it (``classes``: nonnegative, convex,
+    Lipschitz, smooth, Hölder, strongly convex / PL; ``pairwise``) is checked against the theorems'
+    assumptions by ``stabsim.applicability``.
     """
 
     name: str
@@ -248,6 +250,40 @@ class Loss:
     @property
     def smooth(self) -> bool:
         return self.holder == 1.0
+
+    @property
+    def nonnegative(self) -> bool:
+        return True  # every phi here is >= 0, and so is (w.x - y)^2 / 2
+
+    @property
+    def lipschitz_everywhere(self) -> bool:
+        """G finite on all of W = R^d: phi' bounded (hinge, logistic); the squared, q-hinge and
+        least-squares losses are Lipschitz only on a bounded W (``G(kappa, inf)`` is infinite)."""
+        return self.form != POINT_LSQ and self.phi in (HINGE, LOGISTIC)
+
+    @property
+    def curved(self) -> bool:
+        """phi'' > 0 everywhere (squared, logistic, least squares): F_S is strongly convex, and so
+        PL, on data whose pair differences (points) span R^d (for the logistic loss with a modulus
+        that shrinks as the margins grow: on a bounded W, or near a finite minimiser); not checked
+        here.  The hinge and q-hinge losses are flat beyond the margin: never strongly convex nor PL."""
+        return self.form == POINT_LSQ or self.phi in (SQUARED, LOGISTIC)
+
+    def classes(self, bounded: bool) -> frozenset:
+        """The loss classes of ``stabsim.theory.assumptions.LOSS_CLASSES`` this loss is in, on a
+        bounded W (``bounded``) or on R^d."""
+        out = {"holder"}  # alpha = self.holder in [0, 1] (bounded subgradients for alpha = 0)
+        if self.nonnegative:
+            out.add("nonnegative")
+        if self.convex:
+            out.add("convex")
+        if self.lipschitz_everywhere or bounded:
+            out.add("lipschitz")
+        if self.smooth:
+            out.add("smooth")
+        if self.curved:
+            out.update(("strongly_convex", "pl"))
+        return frozenset(out)
 
     def _data_scale(self, kappa: float) -> float:
         """sup || d m / d w || for |y| <= 1, ||x|| <= kappa."""

@@ -227,7 +227,10 @@ def load_results(study_dir):
     text = ds.attrs.get("study_file", "")
     profile = ds.attrs.get("study_profile") or None
     path = ds.attrs.get("study_path") or None
-    spec = parse_study(text, path=path, profile=profile, seed=int(ds.attrs.get("seed", 0)))
+    # the study was refused at run time where a bound is outside its assumptions and it did not opt
+    # in: a mismatch now was opted in (file or Python argument), and its rows are marked (analyse)
+    spec = parse_study(text, path=path, profile=profile, seed=int(ds.attrs.get("seed", 0)),
+                       outside_assumptions=True)
     return spec, ds, manifest
 
 
@@ -402,6 +405,7 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
         open_before = _open_figures()
         try:
             res = get_check(name).func(spec, ds)
+            _mark_outside(spec, res)
         except Exception as e:  # the suite goes on; the summary says what went wrong
             error = f"check {name!r} failed: {type(e).__name__}: {e}"
             res = CheckResult(notes=[traceback.format_exc(limit=4)])
@@ -454,6 +458,22 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
     atomic_write_text(study_dir / SUMMARY_FILE, _summary_md(record, ds, manifest))
     atomic_write_text(study_dir / ANALYSIS_FILE, json.dumps(record, indent=1, default=str))
     return record
+
+
+def _mark_outside(spec, res: CheckResult) -> None:
+    """Rows of a bound the study compares outside its theorem's assumptions (opted in,
+    ``stabsim.applicability``): qualifier "outside the theorem's assumptions", mismatches in the notes."""
+    from ..applicability import OUTSIDE, mark_outside
+
+    outside = getattr(spec, "outside_assumptions", None) or {}
+    for i, v in enumerate(res.verdicts):
+        if v.key in outside:
+            res.verdicts[i] = mark_outside(v, outside[v.key])
+            why = f"{OUTSIDE}: " + "; ".join(outside[v.key])
+            res.explanations[i] = f"{res.explanations[i]}; {why}" if res.explanations.get(i) else why
+    for key, mism in outside.items():
+        res.notes.append(f"{key} is compared outside its theorem's assumptions (outside_assumptions): "
+                         + "; ".join(mism))
 
 
 def _jsonable(v):

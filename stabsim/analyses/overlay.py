@@ -204,9 +204,10 @@ def check_overlay(spec, ds) -> CheckResult:
             _overlay_case(res, spec, with_variant(cfg, variant), sub, params, c, dict(vals), bounds_reg, case)
         if "G" in vals:
             res.measured[f"G{' (' + label + ')' if label else ''}"] = float(np.max(vals["G"]))
-    for b in bounds_reg:
+    for b in bounds_reg:  # the structured ones were checked against every cell when the study was loaded
         if getattr(b, "assumptions", ()):
-            res.notes.append(f"{b.key} assumes: {'; '.join(b.assumptions)} (not checked by the overlay)")
+            res.notes.append(f"{b.key} assumes: {'; '.join(b.assumptions)} (checked against every cell when the study "
+                             f"was loaded: {b.requires.describe()}; numeric side conditions are not checked here)")
     if cands:
         res.notes.append("the measure is the max over the candidate neighbours run (a lower estimate of the sup over "
                          "neighbouring pairs), so 'holds' certifies the bound only for those pairs.")

@@ -83,12 +83,24 @@ def _custom_tables(v):
         raise _Bad(str(e), standalone=True) from None
 
 
+def _check_outside(v):
+    """``outside_assumptions`` ([bounds], [check]): true (every bound of the study), false, or a
+    list of bound keys that may be compared with runs outside their theorems' assumptions."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, list) and all(isinstance(k, str) for k in v):
+        return list(v)
+    raise _Bad("must be true, false or a list of bound keys, e.g. outside_assumptions = [\"P1.Thm4.uas\"]")
+
+
 BOUNDS_PARAMS = {
     "keys": Param("theory registry keys to overlay", [], _bound_keys, sweepable=False),
     "custom": Param("the study file's own bounds, [bounds.custom.NAME]", {}, _custom_tables, sweepable=False),
     "gamma": Param("confidence level gamma", None, open_unit(" (a confidence level)"), sweepable=False),
     "delta": Param("failure probability / privacy delta", None, open_unit(" (a probability)"), sweepable=False),
     "eps": Param("privacy budget epsilon", None, number(gt=0, what=" (privacy budget epsilon)"), sweepable=False),
+    "outside_assumptions": Param("compare these bounds (true: all) with runs outside their theorems' assumptions",
+                                 False, _check_outside, sweepable=False),
 }
 
 
@@ -173,6 +185,8 @@ CHECK_PARAMS = {
                        _check_constants, sweepable=False),
     "trivial": Param("flag bounds above the diameter 2R of the constraint set as vacuous", True, boolean,
                      sweepable=False),
+    "outside_assumptions": Param("compare these bounds (true: all) with runs outside their theorems' assumptions",
+                                 False, _check_outside, sweepable=False),
 }
 
 

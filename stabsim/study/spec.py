@@ -42,6 +42,9 @@ class StudySpec:
     plugins: tuple = ()  # user modules ([study] plugins and --plugins), stabsim.plugins
     data_source: dict | None = None  # [data] dataset/file: what was read (_resolve_data_source)
     backend: str = "cpu"  # [run] backend: how, not what (not in the fingerprint; stabsim.backend)
+    # bound key -> its mismatches with this study's runs, for the bounds the study opted to use
+    # outside their theorems' assumptions (stabsim.applicability; not in the fingerprint)
+    outside_assumptions: dict = field(default_factory=dict)
 
     # grid ---------------------------------------------------------------------------------
     def cells(self) -> list[Cell]:
@@ -121,9 +124,11 @@ def _unknown_key(src, section, key, allowed, schema_all):
     return StudyError(f"{src}: {msg}")
 
 
-def load_study(path, profile: str | None = None, *, seed: int | None = None, plugins=None) -> StudySpec:
+def load_study(path, profile: str | None = None, *, seed: int | None = None, plugins=None,
+               outside_assumptions=None) -> StudySpec:
     """Read and validate a study file.  ``profile``: a ``[profiles.NAME]`` (None: ``full``
-    if present, else the base values).  ``seed`` overrides ``[study] seed``."""
+    if present, else the base values).  ``seed`` overrides ``[study] seed``.
+    ``outside_assumptions``: as ``parse_study``."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -131,13 +136,17 @@ def load_study(path, profile: str | None = None, *, seed: int | None = None, plu
         raise StudyError(f"study file {str(path)!r} not found") from None
     except (OSError, UnicodeDecodeError) as e:
         raise StudyError(f"cannot read study file {str(path)!r}: {e}") from None
-    return parse_study(text, path=path, profile=profile, seed=seed, plugins=plugins)
+    return parse_study(text, path=path, profile=profile, seed=seed, plugins=plugins,
+                       outside_assumptions=outside_assumptions)
 
 
 def parse_study(text: str, *, path=None, profile: str | None = None, seed: int | None = None,
-                plugins=None) -> StudySpec:
+                plugins=None, outside_assumptions=None) -> StudySpec:
     """Validate a study given as TOML text (the format: docs/study-files.md).
-    ``plugins``: module names imported first (``stabsim.plugins``; ``stabsim run --plugins``)."""
+    ``plugins``: module names imported first (``stabsim.plugins``; ``stabsim run --plugins``).
+    ``outside_assumptions``: True, or a list of bound keys, that may be compared with runs outside
+    their theorems' assumptions (as the file's ``outside_assumptions``; without it such a bound
+    is an error, ``stabsim.applicability``)."""
     if plugins:
         from ..plugins import PluginError, load_plugins
 
@@ -152,6 +161,8 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
     schema = _kind_schema(kind)
     _check_section_names(src, kind, schema, merged, profiles)
     sections, bounds, check_cfg, run_cfg = _parse_sections(src, schema, merged, origin)
+    if bounds.get("outside_assumptions") is False:  # the default: kept out of data.nc's bounds attr
+        del bounds["outside_assumptions"]
     sweep, axes = _parse_sweep(src, schema, merged, origin)
 
     data_source = None
@@ -173,7 +184,31 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
             kind.validate(spec)
         except StudyError as e:
             raise StudyError(f"{src}: {e}") from None
+    spec.outside_assumptions = _check_assumptions(src, spec, study["check"], outside_assumptions)
     return spec
+
+
+def _check_assumptions(src: str, spec: StudySpec, check, extra) -> dict:
+    """Every bound the study names against its runs (``stabsim.applicability``): a mismatch is an
+    error unless the study opts in for that bound; returns ``{key: mismatches}`` of those opted in."""
+    from ..applicability import outside_opt_in, study_mismatches
+
+    opted = outside_opt_in(spec, extra)
+    named = set(spec.bounds.get("keys", [])) | set((spec.check or {}).get("bounds") or [])
+    stray = sorted(opted - named)
+    if stray:
+        raise StudyError(f"{src}: outside_assumptions names {stray[0]!r}, which is not among the study's bounds "
+                         f"([bounds] keys, [check] bounds: {', '.join(sorted(named)) or '(none)'})")
+    found = study_mismatches(spec, check)
+    refused = {k: m for k, m in found.items() if k not in opted}
+    if refused:
+        lines = "\n".join(f"  - {m}" for ms in refused.values() for m in ms)
+        keys = ", ".join(refused)
+        raise StudyError(f"{src}: the run is outside the assumptions of {keys}:\n{lines}\nCompare with a bound whose "
+                         f"theorem covers this run, or, to compare anyway, set outside_assumptions = "
+                         f"{json.dumps(list(refused))} in [bounds] "
+                         f"(every row of it is then marked \"outside the theorem's assumptions\")")
+    return {k: m for k, m in found.items() if k in opted}
 
 
 def _read_toml(src: str, text: str) -> dict:

@@ -23,6 +23,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
+from .assumptions import NOTHING, Assumptions, requirements_for
+
 TAGS = ("EXPLICIT", "EXPLICIT-DD", "RATE", "CONDITION")
 PAPERS = {
     "P0": "Yang, Lei, Lyu, Ying (AISTATS 2021): stability and DP of SGD for pairwise learning with non-smooth loss",
@@ -44,6 +46,9 @@ class Bound:
     tag          one of ``TAGS``.
     func         the formula; keyword arguments in the paper's notation, returns an array.
     assumptions  the theorem's assumptions in words (e.g. ``"G-Lipschitz"``, ``"convex"``).
+    requires     the same, structured: the algorithm, loss class, pairwise or pointwise, constraint,
+                 step rule and output the theorem is proven for (``stabsim.theory.assumptions``;
+                 checked against a study's runs by ``stabsim.applicability.check_applicable``).
     reading      which reading of the text is implemented (``"as printed"`` or the correction
                  with its errata id, docs/errata.md).
     variant      ``"printed"``, ``"corrected"`` or ``""`` when there is only one reading.
@@ -68,6 +73,7 @@ class Bound:
     measured: tuple[str, ...] = ()
     description: str = ""
     extra: Mapping[str, object] = field(default_factory=dict)
+    requires: Assumptions = NOTHING
 
     def __call__(self, **kwargs):
         return self.func(**kwargs)
@@ -111,8 +117,11 @@ _REGISTRY: dict[str, Bound] = {}
 
 def register(*, key: str, paper: str, ref: str, quantity: str, tag: str,
              assumptions=(), reading: str = "as printed", variant: str = "",
-             rate=None, sweep: str = "", measured=(), description: str = "", **extra):
-    """Decorator: register ``func`` as a bound.  Returns the function unchanged."""
+             rate=None, sweep: str = "", measured=(), description: str = "", requires: Assumptions | None = None,
+             **extra):
+    """Decorator: register ``func`` as a bound.  Returns the function unchanged.  ``requires``: the
+    structured assumptions (default: the rule of ``stabsim.theory.assumptions.REQUIRES`` for ``key``,
+    nothing where no rule names it)."""
     if tag not in TAGS:
         raise ValueError(f"bound {key!r}: tag {tag!r} is not one of {TAGS}")
     if paper not in PAPERS:
@@ -130,7 +139,8 @@ def register(*, key: str, paper: str, ref: str, quantity: str, tag: str,
                                variant=variant, rate=dict(rate) if rate else None, sweep=sweep,
                                measured=tuple(measured),
                                description=description or (func.__doc__ or "").strip().split("\n")[0],
-                               extra=dict(extra))
+                               extra=dict(extra),
+                               requires=requirements_for(key) if requires is None else requires)
         return func
 
     return deco
