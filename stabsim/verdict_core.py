@@ -24,6 +24,10 @@ FAILED_VERDICTS = ("violated", "inconsistent", "not private at this setting")
 #: qualifier of a failed row that rests on a literal reading of the paper's typesetting which its
 #: authors would not defend (docs/errata.md says which): reported, never a headline finding.
 LITERAL_READING = "literal reading"
+#: qualifiers of a failed row that is not a finding about the paper: a literal typesetting reading,
+#: and a bound overlaid, at the user's explicit request, on a run outside its theorem's assumptions
+#: (``stabsim.applicability``).
+NOT_A_CLAIM_OF_THE_PAPER = (LITERAL_READING, "outside the theorem's assumptions")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,11 +235,11 @@ def _flag(v) -> bool | None:
 def is_headline(row: Mapping) -> bool:
     """True for a report row that is a finding about a paper: a significant failure
     (``FAILED_VERDICTS``) of a row that could fail (``can_fail`` not False), on the paper's own or
-    synthetic data (not a stand-in), under a reading the authors would defend (qualifier not
-    ``LITERAL_READING``).  A row that repeats another's result (``repeat_of``) is a headline row
+    synthetic data (not a stand-in), under a reading the authors would defend and inside the
+    theorem's assumptions (qualifier not in ``NOT_A_CLAIM_OF_THE_PAPER``).  A row that repeats another's result (``repeat_of``) is a headline row
     of the same finding; counts of distinct results skip it."""
     return (row.get("verdict") in FAILED_VERDICTS and _flag(row.get("can_fail")) is not False
-            and row.get("data") != "stand-in" and row.get("qualifier") != LITERAL_READING)
+            and row.get("data") != "stand-in" and row.get("qualifier") not in NOT_A_CLAIM_OF_THE_PAPER)
 
 
 def row_result(row: Mapping) -> tuple | None:

@@ -154,6 +154,7 @@ def test_a_literal_typesetting_reading_is_reported_but_not_a_headline():
     assert lit.verdict == "violated" and lit.qualifier == LITERAL_READING
     row = {"verdict": "violated", "qualifier": LITERAL_READING, "data": "synthetic", "can_fail": True}
     assert not is_headline(row) and is_headline({**row, "qualifier": ""})
+    assert not is_headline({**row, "qualifier": "outside the theorem's assumptions"})
 
 
 def test_headline_rule_and_repeats():
