@@ -247,3 +247,28 @@ def test_a_string_step_size_and_an_out_of_range_seed_say_what_is_allowed():
         run_twin(X, y, T=10, replicates=2, seed=2**70)
     with pytest.raises(ValueError, match=re.escape("seed must be an integer in [0, 2**63 - 1]")):
         run_twin(X, y, T=10, replicates=2, seed=-1)
+
+
+def test_a_data_nc_of_the_older_checksum_method_is_verified_and_upgraded(tmp_path):
+    """A data.nc written with ``fletcher32+sha256-1`` (array values under Fletcher-32 only) is
+    still read (its own rule), and a run that finds it complete rewrites it with the full SHA-256."""
+    import h5py
+
+    from stabsim.data_integrity import INTEGRITY_ATTR, _fletcher_ok, _integrity_digest, weak_checksum
+
+    spec = load_study(write_study(tmp_path, replicates=2))
+    out = tmp_path / "out"
+    ref = run(spec, out)
+    ds = verify_data(ref.data_path)
+    old = "fletcher32+sha256-1"
+    filtered = sorted(str(n) for n, v in ds.variables.items() if _fletcher_ok(v))
+    ds.attrs.pop(INTEGRITY_ATTR)
+    record = json.dumps({"method": old, "fletcher32": filtered,
+                         "sha256": _integrity_digest(ds, filtered, method=old)}, sort_keys=True)
+    with h5py.File(ref.data_path, "r+") as f:
+        f.attrs[INTEGRITY_ATTR] = record
+    assert weak_checksum(verify_data(ref.data_path))
+    res = run(spec, out)
+    assert res.status == "already complete"
+    new = verify_data(res.data_path)
+    assert not weak_checksum(new) and new.drop_attrs().identical(ds.drop_attrs())
