@@ -30,7 +30,8 @@ Guarantees
   what the kind returned.  A chunk netCDF-3 cannot hold exactly (unsigned or complex
   dtypes, int64 beyond int32, array-valued attrs, ...) is written as netCDF-4 (h5netcdf)
   instead; readers detect the format from the file's magic bytes.  ``data.nc`` is netCDF-4.
-* **Checked data.nc.**  ``write_data`` stores every numeric array variable with HDF5's
+* **Checked data.nc** (``stabsim.data_integrity``; its names still importable from here).
+  ``write_data`` stores every numeric array variable with HDF5's
   Fletcher-32 filter and a SHA-256 of every variable (name, dims, dtype, values, attrs) and
   the global attrs in attr ``stabsim_integrity`` (computed over everything but itself):
   Fletcher-32 alone misses HDF5's index nodes, whose damage reads back as fill values;
