@@ -31,11 +31,12 @@ Guarantees
   dtypes, int64 beyond int32, array-valued attrs, ...) is written as netCDF-4 (h5netcdf)
   instead; readers detect the format from the file's magic bytes.  ``data.nc`` is netCDF-4.
 * **Checked data.nc** (``stabsim.data_integrity``; its names still importable from here).
-  ``write_data`` stores every numeric array variable with HDF5's
-  Fletcher-32 filter and a SHA-256 of every variable (name, dims, dtype, values, attrs) and
-  the global attrs in attr ``stabsim_integrity`` (computed over everything but itself):
-  Fletcher-32 alone misses HDF5's index nodes, whose damage reads back as fill values;
-  ``verify_data`` reads every value and checks both, raising ``DamagedData`` with the path.  Chunks also record the code that computed them
+  ``write_data`` stores every numeric array variable with HDF5's Fletcher-32 filter and a
+  SHA-256 of every variable (name, dims, dtype, values, attrs) and the global attrs in attr
+  ``stabsim_integrity`` (computed over everything but itself): Fletcher-32 alone misses
+  HDF5's index nodes, whose damage reads back as fill values; ``verify_data`` reads every
+  value and checks both, raising ``DamagedData`` with the path.
+* **Code and backend.**  Chunks also record the code that computed them
   (``chunk_code_*``, ``stabsim.codeid``) and the backend they ran on (``chunk_backend``);
   ``validate_chunk(..., code=, backend=)`` reports an intact chunk of other code as ``STALE``
   and one of another backend as ``OTHER_BACKEND``.
