@@ -507,7 +507,12 @@ def save(fig: Figure, path, dpi: int = 150) -> Path:
         # by the engine when savefig draws; else (or with a placeholder engine) none is needed
         if not (_fit(fig) and isinstance(engine, (ConstrainedLayoutEngine, TightLayoutEngine))):
             _drop_layout_engine(fig)
-        fig.savefig(path, dpi=dpi)
+        try:
+            fig.savefig(path, dpi=dpi)
+        except OSError as e:  # a full disk: say which file (a write error carries no file name)
+            from .store import write_error
+
+            raise write_error(path, e, kept="the figure is incomplete") from None
     finally:
         fig.set_dpi(dpi0)
         if engine is not None and fig.get_layout_engine() is not engine:

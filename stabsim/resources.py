@@ -151,12 +151,21 @@ def twin_bytes(*, R: int, n: int, d: int, p: int, md: int, C: int, T: int, nS: i
 
 # ---- studies -------------------------------------------------------------------------------
 
+#: the fixed part of one chunk file (netCDF-3 header: the provenance and chunk attrs, about
+#: 4.5 KiB measured on a twin study) and of data.nc (HDF5's superblock, object headers, chunk
+#: indexes and dimension scales: about 60 KiB measured on a two-cell study), with a margin
+CHUNK_FILE_OVERHEAD = 8 * 2**10
+DATA_FILE_OVERHEAD = 96 * 2**10
+
+
 def study_needs(spec) -> dict | None:
     """Estimated peak memory of one chunk and disk of the results of a study whose kind runs
     ``run_twin`` with ``[data]`` and ``[algorithm]`` sections (None for other kinds):
     ``{"chunk_memory", "chunk_what", "data_bytes", "disk"}``.  The data of every cell
     (replicates x checkpoints x 5 record variables x 8 bytes, plus the outputs when recorded)
-    is summed; the disk holds the chunks and data.nc at once while data.nc is written."""
+    is summed; the disk holds the chunk files and data.nc at once while data.nc is written
+    (each file with its fixed part: ``CHUNK_FILE_OVERHEAD``, ``DATA_FILE_OVERHEAD`` and the
+    study text, which data.nc holds twice)."""
     from .algorithms import get_algorithm
     from .losses import get_loss
     from .twin import log_checkpoints, twin_memory
@@ -165,7 +174,7 @@ def study_needs(spec) -> dict | None:
     if not ({"data", "algorithm"} <= set(secs)) or not {"n", "d"} <= set(secs["data"]) or \
             not {"name", "loss", "T", "checkpoints"} <= set(secs["algorithm"]):
         return None
-    worst, what, data_bytes = 0.0, "", 0.0
+    worst, what, data_bytes, chunk_files = 0.0, "", 0.0, 0.0
     for cell in spec.cells():
         p = spec.cell_params(cell)
         d, a = p["data"], p["algorithm"]
@@ -187,8 +196,13 @@ def study_needs(spec) -> dict | None:
             worst = est["total"]
             label = ", ".join(f"{k}={v}" for k, v in cell.coords.items()) or "the single cell"
             what = f"one chunk ({R} replicates, T = {T}, d = {dim}, n = {n}, {C} checkpoints; {label})"
-        data_bytes += 8.0 * spec.replicates * C * (5 + (2 * pp if rec_out else 0))
-    return {"chunk_memory": worst, "chunk_what": what, "data_bytes": data_bytes, "disk": 2 * data_bytes}
+        per_rep = 8.0 * C * (5 + (2 * pp if rec_out else 0)) + 16.0  # the records, k and the id
+        data_bytes += per_rep * spec.replicates
+        for a, b in spec.chunk_ranges():
+            chunk_files += CHUNK_FILE_OVERHEAD + per_rep * (b - a) + 32.0 * C
+    data_file = DATA_FILE_OVERHEAD + 2.0 * len(spec.text) + 1.1 * data_bytes
+    return {"chunk_memory": worst, "chunk_what": what, "data_bytes": data_bytes,
+            "disk": chunk_files + data_file}
 
 
 def check_study(spec, out_dir=None) -> None:

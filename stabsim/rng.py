@@ -221,9 +221,22 @@ _MASK64 = (1 << 64) - 1
 _mix64_array = mix64.py_func
 
 
+#: the largest seed: the kernels hold it as a signed 64-bit integer
+SEED_MAX = 2**63 - 1
+
+
+def check_seed(seed) -> int:
+    """``seed`` as an int, or ValueError naming the allowed range [0, 2**63 - 1]."""
+    import numbers
+
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= int(seed) <= SEED_MAX:
+        raise ValueError(f"seed must be an integer in [0, 2**63 - 1] (0 to {SEED_MAX}), got {seed!r}")
+    return int(seed)
+
+
 def _seed(seed: int) -> np.int64:
-    if int(seed) < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if not 0 <= int(seed) <= SEED_MAX:
+        raise ValueError(f"seed must be an integer in [0, 2**63 - 1] (0 to {SEED_MAX}), got {seed!r}")
     return np.int64(seed)
 
 

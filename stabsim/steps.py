@@ -52,7 +52,7 @@ def step_sizes(spec, T: int) -> np.ndarray:
         # the schedules are constant or decreasing: the first and last step bound them all
         check = eta[[0, -1]]
     else:
-        eta = np.asarray(spec, dtype=np.float64).ravel()
+        eta = _as_step_array(spec)
         if eta.shape != (T,):
             raise ValueError(f"an explicit step-size array must have length T={T}, got shape {eta.shape}")
         out[1:] = eta
@@ -62,6 +62,18 @@ def step_sizes(spec, T: int) -> np.ndarray:
         bad = int(np.flatnonzero(~(np.isfinite(eta) & (eta > 0)))[0]) + 1
         raise ValueError(f"step sizes must be finite and > 0 (eta <= 0 is not allowed); eta_{bad} = {eta[bad - 1]!r}")
     return out
+
+
+def _as_step_array(spec) -> np.ndarray:
+    """An explicit step-size array as float64, or TypeError saying what eta may be."""
+    allowed = ("eta must be a positive number, a schedule (name, value) with name in "
+               f"{', '.join(SCHEDULES)}, or an array of T positive numbers")
+    if isinstance(spec, (str, bytes)):
+        raise TypeError(f"{allowed}; got the string {spec!r}")
+    arr = np.asarray(spec)
+    if arr.dtype.kind not in "biuf" or arr.dtype.kind == "b":
+        raise TypeError(f"{allowed}; got {spec!r}"[:300])
+    return arr.astype(np.float64).ravel()
 
 
 def kernel_step_sizes(spec, T: int) -> tuple[np.ndarray, int]:

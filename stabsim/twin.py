@@ -43,10 +43,18 @@ def log_checkpoints(T: int, count: int = 30) -> np.ndarray:
     return np.unique(np.r_[pts[(pts >= 1) & (pts <= T)], T])
 
 
+def replicate_count(replicates) -> int:
+    """R of ``run_twin``'s ``replicates`` without building the ids (a count is checked here; an
+    array is the caller's, already in memory)."""
+    if isinstance(replicates, (int, np.integer)):
+        return positive_int("replicates", int(replicates))
+    return int(np.size(replicates))
+
+
 def replicate_ids(replicates) -> np.ndarray:
     """``run_twin``'s ``replicates``: a count R (ids 0..R-1) or an array of ids >= 0, as int64."""
     if isinstance(replicates, (int, np.integer)):
-        return np.arange(positive_int("replicates", int(replicates)), dtype=np.int64)
+        return np.arange(replicate_count(replicates), dtype=np.int64)
     reps = np.asarray(replicates, dtype=np.int64).ravel()
     if reps.size == 0 or np.any(reps < 0):
         raise ValueError("replicates must be a positive count or a non-empty array of ids >= 0")
@@ -135,7 +143,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     eta : step sizes: a number (constant), ``("sqrt", c)``, ``("strongly_convex", alpha)``,
         ``("pl", mu)`` or an array of length T (see ``stabsim.steps``).
     T : number of steps.  replicates : a count R (ids 0..R-1) or an array of replicate ids.
-    seed : non-negative integer; each replicate is a pure function of (seed, replicate id).
+    seed : integer in [0, 2**63 - 1]; each replicate is a pure function of (seed, replicate id).
     neighbour : ``(k, x_new, y_new)``, a kind (``"farthest"``, ``"flip"``, ``"fresh"``,
         ``"heldout"``, ``"same"``) or a ``stabsim.neighbours.Neighbour``.
     checkpoints : steps at which to record (default: about 30 log-spaced).
@@ -181,9 +189,8 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         X, y = X[None], y[None]
     nS, n, d = X.shape
     T = positive_int("T", T)
-    seed = positive_int("seed", seed, minimum=0)
-    reps = replicate_ids(replicates)
-    R = len(reps)
+    seed = rng.check_seed(seed)
+    R = replicate_count(replicates)  # the ids come after the memory check: 2e9 of them are 16 GB
     if nS not in (1, R):
         raise ValueError(f"a per-replicate data array needs {R} data sets (one per replicate), got {nS}")
     if n < alg.min_rows(T):
@@ -198,6 +205,7 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
         raise ValueError(f"checkpoints must be steps in [1, T={T}], got {ck.tolist()[:5]}...")
     check_twin_memory(R=R, n=n, d=d, p=p, md=md, C=ck.size, T=T, nS=nS, record_outputs=bool(record_outputs),
                       eta=eta, alg=alg, lossf=lossf)
+    reps = replicate_ids(replicates)
     etas, es = kernel_step_sizes(eta, T)
     omegas, os_ = alg.kernel_omegas(etas, es, T)
     be = resolve_backend(backend)

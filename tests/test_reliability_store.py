@@ -19,7 +19,7 @@ import xarray as xr
 import stabsim.codeid as codeid
 from stabsim.study import execution as study_execution  # where _compute_chunk stamps chunks (_stamp_code)
 from stabsim._cache import AUTO_MARK, configure_numba_cache
-from stabsim.store import DamagedData, StudyDir, open_chunk, verify_data, write_chunk_file
+from stabsim.store import DamagedData, StudyDir, attrs_sha256, open_chunk, verify_data, write_chunk_file
 from stabsim.study import StaleCode, StudyError, load_study, run_study
 
 from test_study import assert_identical, load, write_study
@@ -125,7 +125,8 @@ def test_only_the_chunks_of_other_code_are_stale(tmp_path):
     sd.data_path.unlink()
     victim = sd.chunk_files()[2]
     ds = open_chunk(victim)
-    ds.attrs["chunk_code_sha256"] = "f" * 64  # computed by other code (values and checksum intact)
+    ds.attrs["chunk_code_sha256"] = "f" * 64  # computed by other code (values and checksums intact)
+    ds.attrs["chunk_attrs_sha256"] = attrs_sha256(ds)
     write_chunk_file(ds, victim)
     with pytest.raises(StaleCode, match=r"1 chunk\(s\).*ffffffffffff"):
         run(spec, out)
@@ -385,6 +386,7 @@ def test_replicates_beyond_the_new_count_are_not_deleted(tmp_path):
     m = json.loads(sd.manifest_path.read_text())
     m["keep_chunks"] = False  # forget --keep-chunks for this test
     sd.manifest_path.write_text(json.dumps(m))
+    sd.keep_marker.unlink()
     lines, log = logger()
     res = run(load_study(write_study(tmp_path, replicates=2, chunk=2)), out, log=log)
     assert res.computed == 0

@@ -207,7 +207,7 @@ def load_results(study_dir):
     data = study_dir / "data.nc"
     if not data.is_file():
         raise FileNotFoundError(f"{data} does not exist (run the study first)")
-    from ..store import DamagedData, verify_data
+    from ..data_integrity import DamagedData, verify_data
 
     try:
         ds = verify_data(data)  # every value read, every checksum checked

@@ -2,7 +2,8 @@
 ``replicate`` per cell, the cells stacked along the sweep dims, with the provenance attrs
 (``study_attrs``; ``study_backend``, ``study_device``: where the chunks ran); written
 atomically with checksums (``stabsim.store``).  ``_refresh_attrs`` rewrites the attrs of a
-finished data.nc whose study text changed in non-data fields only."""
+finished data.nc whose study text changed in non-data fields only (and rewrites one of an
+older checksum method with the current one)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from ..data_integrity import write_data
 from ..provenance import provenance
-from ..store import StoreError, StudyDir, clean_encoding, open_chunk, stored_backend, write_data
+from ..store import StoreError, StudyDir, clean_encoding, open_chunk, stored_backend
 from .params import StudyError, _is_int, _is_num
 from .spec import StudySpec
 
@@ -197,9 +199,11 @@ def _refresh_attrs(sd: StudyDir, spec: StudySpec, ds: xr.Dataset | None = None) 
     """A finished data.nc whose study text changed only in non-data fields (description,
     bounds): rewrite its attrs (the code identity and creation time stay those of the run
     that computed it).  ``ds``: data.nc already loaded and verified."""
-    from ..store import verify_data, write_data
+    from ..data_integrity import verify_data, weak_checksum
 
     new = verify_data(sd.data_path) if ds is None else ds
+    if weak_checksum(new):  # an older checksum method: rewritten with the full SHA-256 (values unchanged)
+        write_data(new, sd.data_path)
     if new.attrs.get("study_file") == spec.text and new.attrs.get("study_profile") == (spec.profile or ""):
         return
     old = dict(new.attrs)

@@ -33,7 +33,7 @@ def _manifest(spec: StudySpec) -> dict:
 
 def _data_complete(sd: StudyDir, spec: StudySpec) -> bool:
     """data.nc exists, its checksums verify, and it holds this study."""
-    from ..store import verify_data
+    from ..data_integrity import verify_data
 
     if not sd.data_path.exists():
         return False
@@ -100,8 +100,10 @@ def _claim_dir(spec, sd, result, log, *, force, keep_chunks):
     if problem:
         log(f"{spec.id}: {problem}; rebuilding it (every chunk and data.nc is checked against this study "
             "by its own records)")
-    remembered_keep = bool(manifest and manifest.get("keep_chunks"))
+    remembered_keep = bool(manifest and manifest.get("keep_chunks")) or sd.keeps_chunks()
     keep = bool(keep_chunks or remembered_keep)
+    if keep:  # beside the chunks too: a lost study.json must not turn --keep-chunks off
+        sd.mark_keep_chunks()
     foreign_study = False
     if manifest is not None and manifest.get("fingerprint") != spec.fingerprint:
         changes = _spec_changes(manifest.get("spec"), spec.normalized())
@@ -135,7 +137,7 @@ def _check_data(spec, sd, result, log, code, *, force, keep, recompute_stale, fo
     damaged one was moved aside.  Another study's data.nc is refused unless ``force`` (then
     removed)."""
     from ..codeid import describe, differences, matches, recorded_identity
-    from ..store import DamagedData, verify_data
+    from ..data_integrity import DamagedData, verify_data
 
     data_note = None
     if sd.data_path.exists():
@@ -188,6 +190,7 @@ def _scan_chunks(spec, sd, cells, cjson, result, log, code, *, force, recompute_
     from ..store import CHUNK_RE, OTHER_BACKEND, STALE
 
     valid = {c.id: [] for c in cells}
+    cell_fp = spec.cell_fingerprints()
     stale, foreign, bad, other_be = [], [], [], []
     for p in sd.chunk_files():
         m = CHUNK_RE.match(p.name)
@@ -199,7 +202,7 @@ def _scan_chunks(spec, sd, cells, cjson, result, log, code, *, force, recompute_
             else:
                 log(f"{spec.id}: ignoring unexpected file {p}")
             continue
-        meta = chunk_attrs(spec.data_fingerprint, cid, cjson[cid], np.arange(a, b))
+        meta = chunk_attrs(spec.data_fingerprint, cid, cjson[cid], np.arange(a, b), cell_fp[cid])
         reason = validate_chunk(p, meta, code=code, backend=backend)
         if reason is None:
             valid[cid].append((a, b, p))
@@ -273,6 +276,7 @@ def _plan_chunks(spec, sd, cells, valid, cjson):
     lo, hi), ...]}`` (``assemble``'s ``cover``), ``[(cell, start, stop, path)]``, the attrs
     each new chunk must carry, the reused chunk files and the number of reused replicates."""
     R = spec.replicates
+    cell_fp = spec.cell_fingerprints()
     cover, jobs, expected, used = {}, [], {}, set()
     reused_reps = 0
     for cell in cells:
@@ -292,7 +296,7 @@ def _plan_chunks(spec, sd, cells, valid, cjson):
                 stop = min(gap_end, (pos // spec.chunk + 1) * spec.chunk)
                 path = sd.chunk_path(cell.id, pos, stop)
                 expected[path.name] = chunk_attrs(spec.data_fingerprint, cell.id, cjson[cell.id],
-                                                  np.arange(pos, stop))
+                                                  np.arange(pos, stop), cell_fp[cell.id])
                 jobs.append((cell, pos, stop, path))
                 pieces.append((path, pos, stop, pos, stop))
                 pos = stop
@@ -333,5 +337,6 @@ def _remove_chunks(sd: StudyDir, spec: StudySpec, log=None) -> None:
     if kept and log is not None:
         log(f"{spec.id}: kept {len(kept)} chunk file(s) holding replicates beyond replicates = "
             f"{spec.replicates} (e.g. {kept[0]}): data.nc does not hold them")
-    if sd.chunk_dir.is_dir() and not any(sd.chunk_dir.iterdir()):
+    if sd.chunk_dir.is_dir() and not any(p for p in sd.chunk_dir.iterdir() if p.name != sd.keep_marker.name):
+        sd.keep_marker.unlink(missing_ok=True)
         sd.chunk_dir.rmdir()

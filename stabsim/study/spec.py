@@ -96,6 +96,19 @@ class StudySpec:
         text = json.dumps(norm, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
+    def cell_fingerprints(self) -> dict:
+        """``{cell id: fingerprint}``: what one cell's replicates are a function of -- the data
+        fingerprint's fields with the cell's own parameters (``cell_params``) in place of the
+        sections and the sweep.  A chunk records it (``chunk_cell_fingerprint``), so a cell
+        whose definition did not change keeps its chunks when the sweep around it changes."""
+        base = {k: v for k, v in self.normalized().items() if k not in _CHUNKING_KEYS + ("sections", "sweep")}
+        out = {}
+        for cell in self.cells():
+            norm = {**base, "sections": self.cell_params(cell), "cell": cell.coords, "cell_id": cell.id}
+            text = json.dumps(norm, sort_keys=True, separators=(",", ":"), default=str)
+            out[cell.id] = hashlib.sha256(text.encode()).hexdigest()[:20]
+        return out
+
 
 _CHUNKING_KEYS = ("replicates", "chunk")
 

@@ -77,7 +77,7 @@ def _setup(eps, delta, loss, constraint, X, y, replicates, seed):
     X, y, X3, y3 = _data(X, y, lossf)
     n = X3.shape[1]
     reps = _replicate_ids(replicates)
-    seed = positive_int("seed", seed, minimum=0)
+    seed = rng.check_seed(seed)
     return eps, delta, lossf, cons, X, y, X3, y3, n, reps, seed
 
 

@@ -26,7 +26,7 @@ from ...losses import Loss, get_loss
 from ...provenance import provenance
 from ...steps import kernel_step_sizes
 from ...twin import backend_kernel, extend_with_replacements
-from ...validation import positive, positive_int
+from ...validation import positive
 from .. import calibration as cal
 from .common import (_add_private, _attach, _check_privacy, _constants, _data, _neighbours,
                      _project, _replicate_ids, _scale_note, _set, gaussian_rows, optional_positive)
@@ -309,7 +309,7 @@ def p1_alg3(X, y, config: P1Alg3Config, *, replicates=100, seed=0, neighbour="fa
     p = d * d if lossf.matrix else d
     md = d if lossf.matrix else 0
     reps = _replicate_ids(replicates)
-    seed = positive_int("seed", seed, minimum=0)
+    seed = rng.check_seed(seed)
     deviations = []
     ns = _scale_note(config.noise_scale, deviations)
     if config.project_noise:

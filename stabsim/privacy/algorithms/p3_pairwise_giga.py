@@ -23,7 +23,7 @@ from ...kernels.giga import N_REC_GIGA, STREAM_BURNIN, ball_point, giga_kernel
 from ...losses import Loss, get_loss
 from ...provenance import provenance
 from ...twin import extend_with_replacements, log_checkpoints, mirrored_kidx
-from ...validation import positive, positive_int
+from ...validation import positive
 from .. import calibration as cal
 from ..errors import InfeasiblePrivacyParameters
 from .common import (_private_vars, privacy_attrs, _check_privacy, _data, _neighbours, _replicate_ids,
@@ -372,7 +372,7 @@ def _twin(config, X, y, replicates, seed, neighbour, problem):
     X, y, X3, y3 = _data(X, y, lossf, allow_3d=False)
     n, d = X.shape
     reps = _replicate_ids(replicates)
-    seed = positive_int("seed", seed, minimum=0)
+    seed = rng.check_seed(seed)
     _, kidx, xrep, yrep = _neighbours(neighbour, X3, y3, reps, seed, problem)
     return _Twin(X3, y3, xrep, yrep, kidx, reps, seed, n, d, d if lossf.matrix else 0,
                  d * d if lossf.matrix else d), X
