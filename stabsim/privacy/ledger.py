@@ -222,6 +222,10 @@ def sigma_needed(mech, eps=None):
 
 
 # ----------------------------------------------------------------------------- reasons
+#: per paper, the docs/errata.md entry on its use of the classical Gaussian mechanism beyond eps <= 1.
+GAUSSIAN_RANGE_ERRATA = {"P0": "P0-E11", "P1": "P1-E10", "P3": "P3-E7"}
+
+
 def not_private_reason(mech, eps_bought):
     """Why a calibration buys less privacy than claimed (calibration kind and setting)."""
     e, d = mech.eps_target, mech.delta
@@ -229,7 +233,8 @@ def not_private_reason(mech, eps_bought):
         dd = mech.delta_gaussian
         const = "1.25/delta" if mech.delta_fail == 0 else "1.25/(delta/2)"
         why = (f"classical Gaussian formula sigma = Delta sqrt(2 ln({const}))/eps used at eps = {e:g}"
-               + (" >> 1" if e > 1 else "") + ", outside its proven range eps < 1 (Dwork-Roth Thm A.1); "
+               + (" >> 1" if e > 1 else "") + ", outside its proven range eps < 1 (Dwork-Roth Thm A.1"
+               + (f"; {GAUSSIAN_RANGE_ERRATA[mech.paper]}" if mech.paper in GAUSSIAN_RANGE_ERRATA else "") + "); "
                f"exact eps (Gaussian part at delta = {dd:.3g}"
                + (" + failure delta/2" if mech.delta_fail else "") + f") is {eps_bought:.4g}")
         if mech.reading == "printed" and mech.paper == "P0":
