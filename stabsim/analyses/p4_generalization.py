@@ -245,9 +245,10 @@ def check_more(spec, ds) -> CheckResult:
                           f"vs bound {float(bound):.4g}: " + "; ".join(v.notes))
                 if float(m["estimate"].values[0]) < float(bound) and key not in _WHY_VIOLATED:
                     more = ("; the full profile has more replicates" if spec.profile == "quick" else "")
+                    ratio = float(m["estimate"].values[0]) / float(bound) if float(bound) > 0 else math.nan
                     expl = (f"inconclusive at {int(m.attrs.get('n_replicates', 0)) or 'this'} replicates: the mean is "
-                            f"below the bound but the 95% CI straddles it (the bound is fairly tight here{more}) -- "
-                            + expl)
+                            f"{ratio:.2g} of the bound, but the 95% CI reaches above it, so the data cannot tell "
+                            f"whether the bound holds{more} -- " + expl)
                 elif key not in _WHY_VIOLATED:
                     expl = "UNEXPLAINED (a bound of a proved lemma/theorem failed: investigate) -- " + expl
             rows.append((key[3:], m, float(bound), v))
