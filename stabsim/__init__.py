@@ -21,7 +21,8 @@ serialize_cache_saves()  # no two processes' cache entries mixed in one index (_
 # warm-up worker) does not import xarray and pandas with the package (about 0.3 s).
 _PUBLIC = {"ALGORITHMS": "algorithms", "get_algorithm": "algorithms", "get_constraint": "constraints",
            "make_problem": "synthetic", "LOSSES": "losses", "get_loss": "losses", "Neighbour": "neighbours",
-           "log_checkpoints": "twin", "run_twin": "twin"}
+           "log_checkpoints": "twin", "run_twin": "twin",
+           "judge": "judging", "overlay_figure": "judging"}
 
 __all__ = sorted(_PUBLIC) + ["__version__"]
 
