@@ -471,6 +471,27 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
     return rep
 
 
+def accountant_note(rep: AuditReport) -> str:
+    """One line on how the accountant's eps for the noise used compares with the claimed eps: below it
+    the calibration is conservative (more noise than the claim needs), above it the noise is short of
+    the claim (``noise_scale`` < 1 on purpose, or a calibration that does not deliver its eps)."""
+    acc = rep.eps_accountant if rep.eps_accountant is not None else rep.eps_accountant_rdp
+    if acc is None:
+        return ""
+    which = "PLD" if rep.eps_accountant is not None else "RDP"
+    claim = f"({rep.eps_claimed:g}, {rep.delta:.3g})-DP"
+    if acc < rep.eps_claimed:
+        return (f"note: the accountant's eps for the noise used ({which}: {acc:.3g}) is below the claimed eps "
+                f"{rep.eps_claimed:g}: the calibration is conservative (it adds more noise than {claim} needs), "
+                f"so an audit cannot reach the claimed eps; compare eps_lower with the accountant's eps.")
+    if rep.noise_scale != 1.0:
+        return (f"note: the accountant's eps for the noise used ({which}: {acc:.3g}) is above the claimed eps "
+                f"{rep.eps_claimed:g}: --noise-scale {rep.noise_scale:g} breaks the calibration on purpose.")
+    return (f"note: the accountant's eps for the noise used ({which}: {acc:.3g}) is above the claimed eps "
+            f"{rep.eps_claimed:g}: the paper's calibration does not deliver {claim} by this accountant "
+            "(stabsim privacy ALGORITHM gives the ledger row).")
+
+
 def build_parser():
     """The ``stabsim audit`` argument parser (every option with a one-line help and its default)."""
     import argparse
@@ -481,7 +502,19 @@ def build_parser():
         def error(self, message):  # one-line errors, like the rest of the CLI
             raise ValueError(message)
 
-    p = _Parser(prog="stabsim audit", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    class _Defaults(argparse.HelpFormatter):
+        """Appends "(default: X)" to an option's help where X says something: not for a required
+        option, a default of None or False, or a help that already names its default."""
+
+        def _get_help_string(self, action):
+            text = action.help or ""
+            d = action.default
+            if ("default" in text or action.required or d is None or d is False or d is argparse.SUPPRESS
+                    or not action.option_strings):
+                return text
+            return f"{text} (default: %(default)s)"
+
+    p = _Parser(prog="stabsim audit", formatter_class=_Defaults,
                 description="Empirical privacy audit of one private algorithm: runs it on two neighbouring data "
                             "sets many times and gives a lower bound on eps with a confidence level, beside the "
                             "accountant's eps.  Exit status: 0 = no violation, 3 = PRIVACY VIOLATION FOUND, "
@@ -498,7 +531,8 @@ def build_parser():
                         "path likelihood ratio) or the final output; auto: every iterate where it applies")
     p.add_argument("--n", type=int, default=200, help="number of examples (canary-copies and problem:NAME)")
     p.add_argument("--d", type=int, default=2, help="dimension (canary-copies and problem:NAME)")
-    p.add_argument("--eps", type=float, required=True, help="the claimed epsilon (> 0) the noise is calibrated to")
+    p.add_argument("--eps", type=float, required=True,
+                   help="the claimed epsilon (> 0) the noise is calibrated to (required)")
     p.add_argument("--delta", type=float, default=1e-3, help="the claimed delta, in (0, 1)")
     p.add_argument("--replicates", type=int, default=2000, help="runs per data set (more: a tighter lower bound)")
     p.add_argument("--seed", type=int, default=0, help="seed of the runs' random numbers")
@@ -553,12 +587,18 @@ def main(argv=None) -> int:
         else:
             from .. import datasets
             X, y, _ = datasets.load(a.data)
-        rep = run_audit(a.algorithm, X, y, eps=a.eps, delta=a.delta, replicates=a.replicates,
-                        seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, canary=canary,
-                        threat_model=a.threat_model, backend=a.backend, **kw)
+        with warnings.catch_warnings():
+            # the violation is printed once, in the banner (verbose); not again as a Python warning
+            warnings.simplefilter("ignore", PrivacyViolationWarning)
+            rep = run_audit(a.algorithm, X, y, eps=a.eps, delta=a.delta, replicates=a.replicates,
+                            seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, canary=canary,
+                            threat_model=a.threat_model, backend=a.backend, **kw)
     except (ValueError, KeyError, BackendError) as e:
         print(f"stabsim: error: audit: {e}", file=sys.stderr)
         return 2
+    note = accountant_note(rep)
+    if note:
+        print(note)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"algorithm": rep.algorithm, "eps_claimed": rep.eps_claimed, "delta": rep.delta,
