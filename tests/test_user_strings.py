@@ -186,3 +186,18 @@ def test_ledger_rows_follow_the_profile_that_ran():
     assert quick and {(m.n, m.T) for m in quick} == {(16, 256)}
     assert full and {(m.n, m.T) for m in full} == {(24, 576)}
     assert [(m.n, m.T) for _, m in suite_settings(study_ids={"p0_thm4_sigma"})] == [(m.n, m.T) for m in full]
+
+
+# ---- expected warnings filtered precisely (pyproject's pytest filterwarnings) ---------------------------
+
+def test_numba_pedantic_noise_filtered_and_nothing_else():
+    from numba.core.errors import NumbaIRAssumptionWarning
+
+    from stabsim.privacy.audit_runner import PrivacyViolationWarning
+
+    with warnings.catch_warnings(record=True) as seen:   # keeps the filters pytest applied from pyproject
+        warnings.warn(NumbaIRAssumptionWarning("variable 'x.1' is not in scope."))
+        warnings.warn(NumbaIRAssumptionWarning("another IR assumption"))
+        warnings.warn("PRIVACY VIOLATION FOUND: test", PrivacyViolationWarning)
+    first = [str(w.message).split("\n")[0] for w in seen]
+    assert first == ["another IR assumption", "PRIVACY VIOLATION FOUND: test"]
