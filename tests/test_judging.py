@@ -136,3 +136,17 @@ def test_readme_python_example_ends_with_judge_and_figure(tmp_path, monkeypatch)
     exec(compile(small, "README.md", "exec"), scope)
     assert scope["v"].key == "P1.Thm4.uas" and scope["v"].verdict in ("holds", "violated", "inconclusive")
     assert (tmp_path / "p1_thm4.png").is_file()
+
+
+def test_a_dataset_with_a_swept_dim_is_a_sweep(sweep):
+    """One Dataset with a dim n besides (replicate, t) gives the same verdict as the list of its runs."""
+    import xarray as xr
+
+    X, runs = sweep
+    stacked = xr.concat([r.expand_dims(n=[r.attrs["n"]]) for r in runs], dim="n", combine_attrs="override")
+    a = stabsim.judge(stacked, "P1.Thm5.uas", X=X)
+    b = stabsim.judge(runs, "P1.Thm5.uas", X=X)
+    assert a.verdict == b.verdict and a.worst_margin == pytest.approx(b.worst_margin)
+    assert a.tightness_max == pytest.approx(b.tightness_max)
+    with pytest.raises(ValueError, match="not a dim"):
+        stabsim.judge(stacked, "P1.Thm5.uas", X=X, x="eta")
