@@ -170,9 +170,6 @@ def cmd_run(args) -> int:
 
     plugins = _load_plugins(args)
     paths = resolve_studies(args.study, _studies_dir(args))
-    writable_dir(args.out, "--out")
-    if args.report is not None:
-        writable_dir(args.report, "--report")
     profile = "quick" if args.quick else args.profile
     specs = [load_study(p, profile, seed=args.seed, plugins=plugins)
              for p in paths]  # validate all before running any
@@ -180,6 +177,9 @@ def cmd_run(args) -> int:
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
         raise CLIError(f"two study files have the same id {sorted(dup)[0]!r}; ids name the output directories")
+    writable_dir(args.out, "--out")   # once the studies are valid: a bad study file leaves no folder behind
+    if args.report is not None:
+        writable_dir(args.report, "--report")
     hint = "run the same command again: " + shlex.join(["stabsim", *sys.argv[1:]]) if sys.argv[1:2] == ["run"] \
         else "run the same command again"
     t0 = time.perf_counter()

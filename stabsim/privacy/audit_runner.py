@@ -82,6 +82,7 @@ import numpy as np
 from ..constraints import get_constraint
 from ..losses import get_loss
 from .audit_canary import Canary, make_canary, statistic_scores
+from .audit_text import DefaultsHelpFormatter, accountant_note  # noqa: F401 (accountant_note re-exported)
 from ..validation import check_Xy, open_unit, positive, positive_int
 from ._checks import choice
 from . import algorithms as palg
@@ -471,27 +472,6 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
     return rep
 
 
-def accountant_note(rep: AuditReport) -> str:
-    """One line on how the accountant's eps for the noise used compares with the claimed eps: below it
-    the calibration is conservative (more noise than the claim needs), above it the noise is short of
-    the claim (``noise_scale`` < 1 on purpose, or a calibration that does not deliver its eps)."""
-    acc = rep.eps_accountant if rep.eps_accountant is not None else rep.eps_accountant_rdp
-    if acc is None:
-        return ""
-    which = "PLD" if rep.eps_accountant is not None else "RDP"
-    claim = f"({rep.eps_claimed:g}, {rep.delta:.3g})-DP"
-    if acc < rep.eps_claimed:
-        return (f"note: the accountant's eps for the noise used ({which}: {acc:.3g}) is below the claimed eps "
-                f"{rep.eps_claimed:g}: the calibration is conservative (it adds more noise than {claim} needs), "
-                f"so an audit cannot reach the claimed eps; compare eps_lower with the accountant's eps.")
-    if rep.noise_scale != 1.0:
-        return (f"note: the accountant's eps for the noise used ({which}: {acc:.3g}) is above the claimed eps "
-                f"{rep.eps_claimed:g}: --noise-scale {rep.noise_scale:g} breaks the calibration on purpose.")
-    return (f"note: the accountant's eps for the noise used ({which}: {acc:.3g}) is above the claimed eps "
-            f"{rep.eps_claimed:g}: the paper's calibration does not deliver {claim} by this accountant "
-            "(stabsim privacy ALGORITHM gives the ledger row).")
-
-
 def build_parser():
     """The ``stabsim audit`` argument parser (every option with a one-line help and its default)."""
     import argparse
@@ -502,19 +482,7 @@ def build_parser():
         def error(self, message):  # one-line errors, like the rest of the CLI
             raise ValueError(message)
 
-    class _Defaults(argparse.HelpFormatter):
-        """Appends "(default: X)" to an option's help where X says something: not for a required
-        option, a default of None or False, or a help that already names its default."""
-
-        def _get_help_string(self, action):
-            text = action.help or ""
-            d = action.default
-            if ("default" in text or action.required or d is None or d is False or d is argparse.SUPPRESS
-                    or not action.option_strings):
-                return text
-            return f"{text} (default: %(default)s)"
-
-    p = _Parser(prog="stabsim audit", formatter_class=_Defaults,
+    p = _Parser(prog="stabsim audit", formatter_class=DefaultsHelpFormatter,
                 description="Empirical privacy audit of one private algorithm: runs it on two neighbouring data "
                             "sets many times and gives a lower bound on eps with a confidence level, beside the "
                             "accountant's eps.  Exit status: 0 = no violation, 3 = PRIVACY VIOLATION FOUND, "
