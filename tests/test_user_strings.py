@@ -201,3 +201,23 @@ def test_numba_pedantic_noise_filtered_and_nothing_else():
         warnings.warn("PRIVACY VIOLATION FOUND: test", PrivacyViolationWarning)
     first = [str(w.message).split("\n")[0] for w in seen]
     assert first == ["another IR assumption", "PRIVACY VIOLATION FOUND: test"]
+
+
+# ---- a study without a check --------------------------------------------------------------------------
+
+def test_a_study_without_a_check_is_named_in_the_run_line(tmp_path, monkeypatch, capsys):
+    import xarray as xr
+
+    import stabsim.analyses.base as base
+    from stabsim.cli import _print_verdicts
+    from stabsim.study import parse_study
+
+    spec = parse_study((ROOT / "studies" / "example_twin.toml").read_text(), path=tmp_path / "x.toml",
+                       profile="quick")
+    assert base.check_name(spec) is None   # example_twin names no check
+    monkeypatch.setattr(base, "load_results", lambda d: (spec, xr.Dataset(attrs={"seed": 0}), {}))
+    rec = base.analyse(tmp_path)
+    _print_verdicts([(tmp_path, rec), (tmp_path, {"rows": [{"key": "P1.Thm4.uas", "verdict": "holds"}]})])
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.endswith("summary.md: (no check): error") and ": : error" not in first
+    assert second.endswith("summary.md: P1.Thm4.uas: holds")
