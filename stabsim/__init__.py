@@ -3,10 +3,12 @@ bounds of SGD for pairwise learning against measurement.
 
 Public API::
 
-    from stabsim import run_twin, make_problem
+    from stabsim import judge, make_problem, overlay_figure, run_twin
     X, y = make_problem("auc_separable", d=10).sample(200, seed=0)
     ds = run_twin(X, y, algorithm="p1_alg1", loss="auc_hinge", eta=0.05, T=10_000,
                   replicates=200, seed=1, neighbour="flip")
+    v = judge(ds, "P1.Thm4.uas", X=X)                     # a Verdict (stabsim.judging)
+    fig = overlay_figure(ds, "P1.Thm4.uas", X=X)          # measured UAS with its CI and the bound
 """
 __version__ = "0.1.0"
 
@@ -21,7 +23,8 @@ serialize_cache_saves()  # no two processes' cache entries mixed in one index (_
 # warm-up worker) does not import xarray and pandas with the package (about 0.3 s).
 _PUBLIC = {"ALGORITHMS": "algorithms", "get_algorithm": "algorithms", "get_constraint": "constraints",
            "make_problem": "synthetic", "LOSSES": "losses", "get_loss": "losses", "Neighbour": "neighbours",
-           "log_checkpoints": "twin", "run_twin": "twin"}
+           "log_checkpoints": "twin", "run_twin": "twin",
+           "judge": "judging", "overlay_figure": "judging"}
 
 __all__ = sorted(_PUBLIC) + ["__version__"]
 

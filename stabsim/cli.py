@@ -177,6 +177,9 @@ def cmd_run(args) -> int:
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
         raise CLIError(f"two study files have the same id {sorted(dup)[0]!r}; ids name the output directories")
+    writable_dir(args.out, "--out")   # once the studies are valid: a bad study file leaves no folder behind
+    if args.report is not None:
+        writable_dir(args.report, "--report")
     hint = "run the same command again: " + shlex.join(["stabsim", *sys.argv[1:]]) if sys.argv[1:2] == ["run"] \
         else "run the same command again"
     t0 = time.perf_counter()
@@ -201,7 +204,7 @@ def cmd_run(args) -> int:
     if reporting:   # the report's privacy ledger, accounted while the studies run
         from .privacy import prefetch
 
-        ledger = prefetch.start(ids, log=lambda m: print(m, file=sys.stderr))
+        ledger = prefetch.start({s.id: s.profile for s in specs}, log=lambda m: print(m, file=sys.stderr))
     # many studies: each analysed in a worker process while the next computes (stabsim.analyses.background)
     background = None
     if analyse is not None and len(specs) >= WARM_STUDIES:
@@ -253,6 +256,30 @@ def cmd_run(args) -> int:
               + "; ".join(f"{k}: {v}" for k, v in failures.items()), file=sys.stderr)
         return 1
     return 0
+
+
+def writable_dir(path, flag: str) -> Path:
+    """``path`` as a folder this process can write in (created if missing), or a ``CLIError`` that
+    names the path, the option it came from and why (before any study computes)."""
+    import errno
+    import tempfile
+
+    p = Path(path)
+    why = {errno.ENOENT: "it (or a folder above it) cannot be created there",
+           errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+           errno.EROFS: "read-only file system", errno.ENOTDIR: "a part of the path is a file, not a folder",
+           errno.EEXIST: "it exists and is not a folder", errno.ENOSPC: "no space left on the device"}
+    try:
+        if p.exists() and not p.is_dir():
+            raise FileExistsError(errno.EEXIST, "exists")
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=p):
+            pass
+    except OSError as e:
+        reason = why.get(e.errno, e.strerror or str(e))
+        raise CLIError(f"cannot write the output folder {str(p)!r} ({flag}): {reason}; "
+                       f"give {flag} a folder you can write to") from None
+    return p
 
 
 def _print_verdicts(analysed) -> None:
@@ -483,6 +510,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """``stabsim COMMAND ...``; its exit status.  A reader that closes the pipe early
+    (``stabsim privacy suite | head``) ends the command quietly (status 141, as for SIGPIPE)."""
+    try:
+        rc = _main(argv)
+        sys.stdout.flush()   # inside the try: a closed pipe found only at this flush is quiet too
+        return rc
+    except BrokenPipeError:
+        try:   # Python flushes stdout again at exit: send that to /dev/null, not to a closed pipe
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 141
+
+
+def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["audit"]:  # everything after 'audit' belongs to the audit runner
         return cmd_audit(argparse.Namespace(args=argv[1:]))
@@ -496,7 +539,7 @@ def main(argv=None) -> int:
     except KeyboardInterrupt as e:  # Ctrl-C: 130; SIGTERM (Terminated): 143
         return exit_status(e)
     except (StudyError, CLIError, OSError, tomllib.TOMLDecodeError) as e:
-        if os.environ.get("STABSIM_DEBUG"):
+        if os.environ.get("STABSIM_DEBUG") or isinstance(e, BrokenPipeError):
             raise
         msg = " ".join(str(e).split("\n"))
         print(f"stabsim: error: {msg}", file=sys.stderr)

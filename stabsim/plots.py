@@ -91,7 +91,7 @@ def _bound_entries(bounds) -> list[dict]:
             entry["bound"] = b
             if not isinstance(head, str):
                 v = f" ({b.variant})" if b.variant else ""
-                entry["label"] = f"{b.paper} {b.ref} bound{v}"
+                entry["label"] = f"{bound_name(b)} bound{v}"
             if entry.get("variant") is None:
                 entry["variant"] = b.variant
         entry.setdefault("bound", None)
@@ -134,10 +134,19 @@ def _measure_label(measure: xr.Dataset) -> str:
     return f"measured {what}{ci}{reps}{kind}"
 
 
+def bound_name(bound) -> str:
+    """"P1 Theorem 4" for a paper's bound; a user's bound (paper "custom": a study file's
+    ``[bounds.custom.NAME]`` or a function given to ``stabsim.judge``) by its own name."""
+    if bound.paper == "custom":
+        key = str(bound.key)
+        return key[len("custom."):] if key.startswith("custom.") else key
+    return f"{bound.paper} {bound.ref}"
+
+
 def default_title(bound=None, quantity: str = "", setting: str = "") -> str:
     """"P1 Theorem 4: UAS, non-smooth convex"-style title from a registry Bound and a setting."""
     q = Q_NAMES.get(quantity or (bound.quantity if bound is not None else ""), quantity)
-    head = f"{bound.paper} {bound.ref}" if bound is not None else ""
+    head = bound_name(bound) if bound is not None else ""
     body = ", ".join(p for p in (q, setting) if p)
     return f"{head}: {body}" if head and body else (head or body)
 

@@ -271,7 +271,7 @@ def report(out_dir="out", reports_dir=None, *, command: str | None = None,
     errata_base = _errata_base(reports_dir)
     _copy_study_files(recs, reports_dir, errata_base)
     rows = verdict_rows(recs)
-    ledger, ledger_rows = _ledger_section(reports_dir, [r["study_id"] for r in recs])
+    ledger, ledger_rows = _ledger_section(reports_dir, {r["study_id"]: r.get("profile") for r in recs})
     rows += ledger_rows
     mark_repeats(rows)
     for r in rows:
@@ -471,7 +471,8 @@ def _ledger_section(reports_dir: Path, study_ids) -> tuple[list[str], list[dict]
     from .privacy import ledger as _ledger
 
     try:
-        lrows = _ledger.ledger_rows_for_suite(study_ids=set(study_ids))
+        ids = study_ids if isinstance(study_ids, dict) else set(study_ids)   # id -> the profile it ran, or ids
+        lrows = _ledger.ledger_rows_for_suite(study_ids=ids)
     except Exception as e:  # the report is still written; say what failed
         return ["## Privacy ledger", "", f"(not available: {type(e).__name__}: {e})", ""], []
     if not lrows:

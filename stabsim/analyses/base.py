@@ -234,10 +234,26 @@ def load_results(study_dir):
     return spec, ds, manifest
 
 
+def _study_argument(spec) -> str:
+    """How ``stabsim run`` finds the study again: its id for a file of the default studies folder,
+    else the path of the study file it was run from (a user's file is no id ``run`` knows)."""
+    from ..study.index import default_studies_dir
+
+    path = getattr(spec, "path", None)
+    if not path or path == "<study>":
+        return spec.id
+    p = Path(path)
+    try:
+        builtin = p.resolve().parent == default_studies_dir().resolve() and p.stem == spec.id
+    except OSError:
+        builtin = False
+    return spec.id if builtin else str(path)
+
+
 def reproduce_command(spec, out_dir, backend=None) -> str:
     """The ``stabsim run`` command of these results; ``backend``: the one they were computed on
     (data.nc's ``study_backend``), named when the study file's ``[run] backend`` differs."""
-    args = ["stabsim", "run", spec.id]
+    args = ["stabsim", "run", _study_argument(spec)]
     if spec.profile == "quick":
         args.append("--quick")
     elif spec.profile:
@@ -431,7 +447,7 @@ def analyse(study_dir, *, run_seconds: float | None = None, out_dir=None) -> dic
         _close_figures_since(open_before)
     rows = [_row(res, i) for i in range(len(res.verdicts))]
     if error:
-        rows.append({"theorem": "", "key": name or "", "label": "", "quantity": "", "tag": "", "verdict": "error",
+        rows.append({"theorem": "", "key": name or "(no check)", "label": "", "quantity": "", "tag": "", "verdict": "error",
                      "check_kind": "other", "verdict_label": "error", "qualifier": "",
                      "value": "", "tightness": "", "figure": "", "explanation": error})
     prev = {}
@@ -552,5 +568,7 @@ def figure_name(key: str, label: str = "") -> str:
 def cell_setting(params, extra: str = "") -> str:
     """One-line description of a cell's loss, problem, n, eta and T (for figure titles)."""
     a, d = params["algorithm"], params["data"]
-    s = f"{a['loss']}, {d['problem']}, n={d['n']}, eta={a['eta']}, T={a['T']}"
+    parts = [a.get("loss"), d.get("problem") or d.get("dataset") or (Path(str(d["file"])).name if d.get("file") else None)]
+    parts += [f"{k}={v}" for k, v in (("n", d.get("n")), ("eta", a.get("eta")), ("T", a.get("T"))) if v is not None]
+    s = ", ".join(str(p) for p in parts if p is not None and p != "")
     return s + (f", {extra}" if extra else "")

@@ -137,6 +137,22 @@ def _bound_values(b, vals: dict, shape) -> np.ndarray:
     return out
 
 
+def bound_verdicts(measure, bounds_reg, vals: dict, x: str, *, trivial_bound=None, notes=()) -> tuple[list, list]:
+    """Every bound of ``bounds_reg`` evaluated along ``x`` (``vals`` binds its arguments by name;
+    ``vals[x]`` holds the coordinates) and judged against ``measure`` by
+    ``stabsim.verdicts.check_bound``.  Returns ``([(bound, values), ...], [Verdict, ...])``, the
+    curves in the form ``stabsim.plots.plot_bound_overlay`` takes."""
+    from ..verdicts import check_bound
+
+    curves, verdicts = [], []
+    for b in bounds_reg:
+        bound = _bound_values(b, vals, measure[x].shape)
+        verdicts.append(check_bound(measure, bound, b.tag, key=b.key, trivial_bound=trivial_bound,
+                                    notes=list(notes)))
+        curves.append((b, bound))
+    return curves, verdicts
+
+
 def _measure(spec, cfg, sub, cands_axes, env):
     from .. import measures
 
@@ -255,7 +271,6 @@ def _guard_design(spec, cfg: dict, quantity: str, notes: list) -> None:
 def _overlay_case(res, spec, cfg, sub, params, c, vals, bounds_reg, label) -> None:
     """One case (a cell, or a variant of it): the measure, every bound along x, the verdicts and one figure."""
     from ..plots import plot_bound_overlay
-    from ..verdicts import check_bound
 
     x, cands = cfg.get("x") or "t", list(cfg.get("candidates") or [])
     cfg, notes = _prepare_measure_config(spec, cfg, bounds_reg)
@@ -275,11 +290,7 @@ def _overlay_case(res, spec, cfg, sub, params, c, vals, bounds_reg, label) -> No
     notes += [f"{k} = {float(np.max(v)) if np.ndim(v) else v:.4g}{' (max over x)' if np.ndim(v) else ''}"
               for k, v in vals.items() if k in (cfg.get("constants") or {})]
     triv = _trivial_distance(cfg, c, vals, measure, x)
-    curves, verdicts = [], []
-    for b in bounds_reg:
-        bound = _bound_values(b, vals, measure[x].shape)
-        verdicts.append(check_bound(measure, bound, b.tag, key=b.key, trivial_bound=triv, notes=notes))
-        curves.append((b, bound))
+    curves, verdicts = bound_verdicts(measure, bounds_reg, vals, x, trivial_bound=triv, notes=notes)
     fig = plot_bound_overlay(measure, curves, verdicts=verdicts, x=x,
                              setting=cell_setting(params) if "G" in c else "")
     name = res.figure(figure_name(bounds_reg[0].key, label), fig)

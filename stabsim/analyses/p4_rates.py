@@ -38,7 +38,7 @@ def _rate_figure(res, key, n, exc, verdict, params, label="", kappa=None, floor=
     tpn = params["risk"]["T_per_n"]
     extra = ", ".join(x for x in (f"kappa={kappa:g}" if kappa is not None else "", label,
                                   f"eta per schedule {params['risk']['schedule']}",
-                                  f"T = {tpn:g} n" if tpn > 0 else "") if x)
+                                  _t_per_n(tpn)) if x)
     fig = plot_rate_fit(n, verdict.details, verdict, y_reps=exc, floor=floor, quantity="excess_risk", xname="n",
                         title=default_title(get(key), "excess_risk", f"{params['algorithm']['loss']}, "
                                                                      f"{params['data']['problem']}, {extra}"))
@@ -244,3 +244,10 @@ def check_more_rates(spec, ds) -> CheckResult:
                      "matches / faster than claimed / inconsistent / inconclusive (curvature).  Thm 3(b)/6(b) private "
                      "rows with a constant step are judged against the P4-F1 floor (stabsim.analyses.p4_rates.constant_step_floor).")
     return res
+
+
+def _t_per_n(tpn: float) -> str:
+    """"T = n", "T = 2 n", "T = 0.5 n" for the schedule T = T_per_n n; "" when T is not tied to n."""
+    if not tpn > 0:
+        return ""
+    return "T = n" if tpn == 1 else f"T = {tpn:g} n"

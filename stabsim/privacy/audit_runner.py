@@ -82,6 +82,7 @@ import numpy as np
 from ..constraints import get_constraint
 from ..losses import get_loss
 from .audit_canary import Canary, make_canary, statistic_scores
+from .audit_text import DefaultsHelpFormatter, accountant_note  # noqa: F401 (accountant_note re-exported)
 from ..validation import check_Xy, open_unit, positive, positive_int
 from ._checks import choice
 from . import algorithms as palg
@@ -481,7 +482,7 @@ def build_parser():
         def error(self, message):  # one-line errors, like the rest of the CLI
             raise ValueError(message)
 
-    p = _Parser(prog="stabsim audit", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    p = _Parser(prog="stabsim audit", formatter_class=DefaultsHelpFormatter,
                 description="Empirical privacy audit of one private algorithm: runs it on two neighbouring data "
                             "sets many times and gives a lower bound on eps with a confidence level, beside the "
                             "accountant's eps.  Exit status: 0 = no violation, 3 = PRIVACY VIOLATION FOUND, "
@@ -498,7 +499,8 @@ def build_parser():
                         "path likelihood ratio) or the final output; auto: every iterate where it applies")
     p.add_argument("--n", type=int, default=200, help="number of examples (canary-copies and problem:NAME)")
     p.add_argument("--d", type=int, default=2, help="dimension (canary-copies and problem:NAME)")
-    p.add_argument("--eps", type=float, required=True, help="the claimed epsilon (> 0) the noise is calibrated to")
+    p.add_argument("--eps", type=float, required=True,
+                   help="the claimed epsilon (> 0) the noise is calibrated to (required)")
     p.add_argument("--delta", type=float, default=1e-3, help="the claimed delta, in (0, 1)")
     p.add_argument("--replicates", type=int, default=2000, help="runs per data set (more: a tighter lower bound)")
     p.add_argument("--seed", type=int, default=0, help="seed of the runs' random numbers")
@@ -553,12 +555,18 @@ def main(argv=None) -> int:
         else:
             from .. import datasets
             X, y, _ = datasets.load(a.data)
-        rep = run_audit(a.algorithm, X, y, eps=a.eps, delta=a.delta, replicates=a.replicates,
-                        seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, canary=canary,
-                        threat_model=a.threat_model, backend=a.backend, **kw)
+        with warnings.catch_warnings():
+            # the violation is printed once, in the banner (verbose); not again as a Python warning
+            warnings.simplefilter("ignore", PrivacyViolationWarning)
+            rep = run_audit(a.algorithm, X, y, eps=a.eps, delta=a.delta, replicates=a.replicates,
+                            seed=a.seed, confidence=a.confidence, noise_scale=a.noise_scale, canary=canary,
+                            threat_model=a.threat_model, backend=a.backend, **kw)
     except (ValueError, KeyError, BackendError) as e:
         print(f"stabsim: error: audit: {e}", file=sys.stderr)
         return 2
+    note = accountant_note(rep)
+    if note:
+        print(note)
     if a.json:
         with open(a.json, "w") as fh:
             json.dump({"algorithm": rep.algorithm, "eps_claimed": rep.eps_claimed, "delta": rep.delta,

@@ -29,6 +29,7 @@ import tomllib
 from functools import lru_cache
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Mapping
 
 from scipy.optimize import brentq
 
@@ -407,9 +408,15 @@ ALGORITHMS = {"p0_alg2": p0_alg2, "p1_alg3": p1_alg3, "p2_alg1": p2_alg1, "p3_on
 
 
 # ----------------------------------------------------------------------------- suite
-def _toml(studies_dir, sid):
-    with open(Path(studies_dir) / f"{sid}.toml", "rb") as f:
-        return tomllib.load(f)
+def _study_toml(studies_dir, sid, profile=None):
+    """The study file's sections with ``profile``'s overrides laid over them (None: ``full`` where
+    the file defines it, as ``stabsim run`` does), so that a row states the n and T that ran."""
+    from ..study.spec import _apply_profile
+
+    path = Path(studies_dir) / f"{sid}.toml"
+    with open(path, "rb") as f:
+        raw = tomllib.load(f)
+    return _apply_profile(str(path), raw, profile)[2]
 
 
 def _as_list(v):
@@ -419,7 +426,10 @@ def _as_list(v):
 def suite_settings(studies_dir=None, study_ids=None):
     """(study id, PrivacyMechanism) for the calibrations the suite's privacy studies use.
 
-    Read from the study TOMLs (base values and [sweep] lists, i.e. the full profile):
+    Read from the study TOMLs with the profile each study ran under laid over them: ``study_ids``
+    may map each id to its profile (``{"p0_thm4_sigma": "quick"}``; None or a plain collection of
+    ids: the ``full`` profile where defined, else the base values), so that the rows' n and T are
+    those of the runs:
     p0_thm4_sigma (both readings of Eq. (5)), p0_thm5_private (corrected, its n sweep),
     p1_thm10_dp, p2_thm1_privacy, p3_calibration (online: exact/approx/printed rho; offline),
     p3_thm2_thm4_strc (online, exact and approximate rho), p3_offline_rates,
@@ -431,9 +441,13 @@ def suite_settings(studies_dir=None, study_ids=None):
 
     sd = Path(studies_dir) if studies_dir is not None else default_studies_dir()
     out = []
+    profiles = dict(study_ids) if isinstance(study_ids, Mapping) else {}
 
     def have(sid):
         return (study_ids is None or sid in study_ids) and (sd / f"{sid}.toml").is_file()
+
+    def _toml(_sd, sid):   # each study under the profile it ran
+        return _study_toml(_sd, sid, profiles.get(sid))
 
     if have("p0_thm4_sigma"):
         t = _toml(sd, "p0_thm4_sigma")

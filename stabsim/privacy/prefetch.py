@@ -41,7 +41,8 @@ def missing_mechanisms(study_ids, studies_dir=None) -> list:
         return []
     memo = read_memo(path)
     out, seen = [], set()
-    for _, mech in suite_settings(studies_dir, set(study_ids)):
+    ids = dict(study_ids) if isinstance(study_ids, dict) else set(study_ids)   # id -> profile, or ids
+    for _, mech in suite_settings(studies_dir, ids):
         key = repr(mech)
         if key not in memo and key not in seen:
             seen.add(key)
