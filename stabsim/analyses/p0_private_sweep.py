@@ -1,5 +1,6 @@
 """P0 (Yang, Lei, Lyu, Ying, AISTATS 2021): the ``p0_private_sweep`` check, the eps and d dependence of
-the RATE claims of Thm 5 and Cor 2 (errata P0-E8) on a ``p0_risk`` study with ``[p0] private = true``
+the RATE claims of Thm 5 and Cor 2 (errata P0-E8), and of P1 Remark 9's quotation of them
+(``P1.Rem9.p0``), on a ``p0_risk`` study with ``[p0] private = true``
 swept over eps (``studies/p0_thm5_eps.toml``) or d (``studies/p0_thm5_dim.toml``) at a fixed n.
 
 What is measured, and why not the excess risk itself
@@ -71,7 +72,8 @@ def _row(res, spec, key, axis, label, params, sub):
     shift = _rv(sub, "shift_priv")
     excess = _rv(sub, "F_priv") - np.broadcast_to(sub["F_wstar"].values.astype(float), vals.shape)[None, :]
     n = float(params["data"]["n"])
-    args = dict(n=n, eps=vals if axis == "eps" else float(params["p0"]["eps"]), d=dims, kappa=c["kappa"])
+    args = dict(n=n, eps=vals if axis == "eps" else float(params["p0"]["eps"]), d=dims, kappa=c["kappa"],
+                delta=float(params["p0"]["delta"]))
     expr = bnd(**{a: v for a, v in args.items() if a in inspect.signature(bnd.func).parameters})
     expr = np.broadcast_to(np.asarray(expr, float), vals.shape)
     exponent = sign * rate_exponent(bnd, axis)
