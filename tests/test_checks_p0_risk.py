@@ -141,6 +141,8 @@ TINY = {
                     "p0.m = 300\nsweep.n = [8, 16]\nbounds.gamma = 0.3\n",
     "p0_thm5_private": "study.replicates = 16\nstudy.chunk = 16\np0.rad_samples = 2\np0.rad_iters = 5\n"
                        "p0.m = 300\nsweep.n = [8, 12]\nsweep.eps = [1.0]\n",
+    "p0_thm5_eps": "study.replicates = 16\nstudy.chunk = 16\np0.m = 300\nsweep.eps = [3000.0, 30000.0, 300000.0]\n",
+    "p0_thm5_dim": "study.replicates = 16\nstudy.chunk = 16\np0.m = 300\nsweep.d = [2, 8, 32]\n",
     "p0_thm4_sigma": "study.replicates = 4\nstudy.chunk = 4\ndata.n = 10\nsweep.eps = [0.3, 1000.0]\n",
     "p0_lem4_rademacher": "study.replicates = 6\nstudy.chunk = 6\nrademacher.t = [2, 4, 8]\n"
                           "rademacher.samples = 8\n",
@@ -205,6 +207,38 @@ def test_thm5_tiny(tmp_path):
         assert [x for (key, _), x in v.items() if key == k] == ["holds"], k
     assert {k for k, _ in v} >= {"P0.Thm5.rate.printed", "P0.Thm5.rate.corrected", "P0.Cor2.rate.printed",
                                  "P0.Cor2.rate.corrected"}
+
+
+def test_thm5_eps_tiny(tmp_path):
+    """P0-E8: sigma of Eq. (5) is proportional to 1/eps, so the utility loss of the output noise grows
+    like 1/eps as eps falls: the printed eps^-1/2 is inconsistent, the reading eps^-1 matches."""
+    rec = analyse(_run_tiny("p0_thm5_eps", tmp_path))
+    v = verdicts(rec)
+    for thm in ("Thm5", "Cor2"):
+        assert v[(f"P0.{thm}.rate.printed", "slope in 1/eps")] == "inconsistent"
+        assert v[(f"P0.{thm}.rate.corrected", "slope in 1/eps")] == "matches"
+    row = next(r for r in rec["rows"] if r["key"] == "P0.Thm5.rate.printed")
+    assert row["exponent"] == 0.5 and row["quantity"] == "dp_utility_loss" and "P0-E8" in row["explanation"]
+
+
+def test_thm5_eps_saturated_is_inconclusive(tmp_path):
+    """eps = 10..1000 at n = 20: sigma sqrt(d) / R is 0.8..85 > 1/2, the projection bends the curve."""
+    tiny = TINY["p0_thm5_eps"].replace("[3000.0, 30000.0, 300000.0]", "[10.0, 100.0, 1000.0]")
+    text = (STUDIES / "p0_thm5_eps.toml").read_text() + "\n[profiles.tiny]\n" + tiny
+    (tmp_path / "p0_thm5_eps.toml").write_text(text)
+    res = run_study(load_study(tmp_path / "p0_thm5_eps.toml", profile="tiny"), tmp_path / "out", progress=False)
+    rec = analyse(res.data_path.parent)
+    assert rec["rows"] and all((r["verdict"], r["qualifier"]) == ("inconclusive", "shape: saturated")
+                               for r in rec["rows"])
+
+
+def test_thm5_dim_tiny(tmp_path):
+    """The sqrt(d) of Thm 5 is the envelope G ||u||: ||w_priv - w_bar_T|| grows like sqrt(d) (E chi_d), while
+    the utility loss sees the noise along the risk's gradient only and does not grow like sqrt(d)."""
+    rec = analyse(_run_tiny("p0_thm5_dim", tmp_path))
+    v = verdicts(rec)
+    assert v[("P0.Thm5.rate.corrected", "slope in d")] != "inconsistent"
+    assert abs(rec["measured"]["slope in d of E||w_priv - w_bar_T||"] - 0.5) < 0.1
 
 
 def test_thm4_sigma_tiny(tmp_path):

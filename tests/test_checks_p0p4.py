@@ -59,3 +59,29 @@ def test_p4_lemma19a_wrong_bound_is_violated(p4_dir, monkeypatch):
     shrink_bounds(monkeypatch, {"P4.Lemma19a.onavg"})
     v = verdicts(analyse(p4_dir))
     assert v[("P4.Lemma19a.onavg", "w_priv")] == "violated"
+
+
+@pytest.fixture(scope="module")
+def p0_gamma_dir(tmp_path_factory):
+    return _run("p0_thm1_gamma", tmp_path_factory.mktemp("p0g"))
+
+
+def test_p0_thm1_gamma_quick_rows_per_level(p0_gamma_dir):
+    """P0 Thm 1 / Eq. (9) at gamma = 0.01..0.3: one row per key and gamma, each holds; the measured
+    (1-gamma)-quantile grows as gamma falls (a quantile is monotone in its level)."""
+    from stabsim.analyses.p0_stability import GAMMA_LADDER
+
+    rec = analyse(p0_gamma_dir)
+    v = verdicts(rec)
+    assert set(v) == {(k, f"{w}, gamma={g:g}") for g in GAMMA_LADDER
+                      for k, w in (("P0.Thm1.iterate.corrected", "iterate"), ("P0.Eq9.avg.proof", "average"))}
+    assert all(x == "holds" for x in v.values()), v
+    q = [rec["measured"][f"max quantile ||w_{{t+1}}-w'_{{t+1}}|| (gamma={g:g})"] for g in sorted(GAMMA_LADDER)]
+    assert q == sorted(q, reverse=True) and q[0] > q[-1]
+
+
+def test_p0_thm1_gamma_wrong_bound_is_violated(p0_gamma_dir, monkeypatch):
+    shrink_bounds(monkeypatch, {"P0.Eq9.avg.proof"}, factor=1e-3)
+    v = verdicts(analyse(p0_gamma_dir))
+    assert all(x == "violated" for (k, _), x in v.items() if k == "P0.Eq9.avg.proof")
+    assert all(x == "holds" for (k, _), x in v.items() if k == "P0.Thm1.iterate.corrected")

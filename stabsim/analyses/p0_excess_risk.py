@@ -322,7 +322,7 @@ def _rates(res, s, spec, sig):
         private = k.startswith(("P0.Thm5", "P0.Cor2", "P0.Cor4"))
         y = (s.rv("F_priv") if private else s.F) - s.Fstar[None, :]
         expr = bnd(**{a_: v_ for a_, v_ in dict(n=ns, kappa=s.kappa, d=dim,
-                                                  eps=spec.sections["p0"]["eps"]).items()
+                                                  eps=s.params["p0"]["eps"]).items()
                       if a_ in inspect.signature(bnd.func).parameters})
         # the theorem's nominal polynomial exponent, never the local slope of the expression: over a short
         # n range ln^2 n turns n^-1/2 into a positive "exponent" (+0.11 over n = 16..48)
