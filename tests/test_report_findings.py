@@ -105,7 +105,6 @@ def committed_rows():
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-@pytest.mark.xfail(strict=False, reason="until reports/ is regenerated")
 def test_committed_rows_have_no_contradictions(committed_rows):
     assert R.row_contradictions(committed_rows) == []
 
@@ -130,7 +129,7 @@ def test_pages_rendered_from_the_committed_rows(committed_rows):
     screen = index.split("\n## Verdicts by kind of check", 1)[0]
     assert R.headline_text(counts) in screen and len(screen.splitlines()) < 70
     for r in rows:                       # every headline row is on a line of the first screen
-        if is_headline(r):
+        if is_headline(r) and not r.get("repeat_of"):   # a repeat is shown on the line of the row it repeats
             assert f"`{r['key']}`" in screen, r
     shown = [ln for ln in screen.splitlines() if ln.startswith("  - ")]
     assert len(shown) == counts["findings"]

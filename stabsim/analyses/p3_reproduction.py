@@ -148,7 +148,9 @@ def _nonprivate_row(res, sub, dname, seed, R, data_kind, c):
                 f"the private {metric} is {abs(est):.3g} {'above' if est > 0 else 'below'} NonPrivate, beyond "
                 f"the tolerance {lim:.3g}: the calibrated noise (sigma ~ G~/(alpha eps) x log factors, "
                 "see the measured sigma) is of the order of the radius of C at these n, so the private output "
-                "is mostly noise"))
+                "is mostly noise; alpha is stabsim's choice (the smallest with T_1 <= n/2), since the paper's "
+                "alpha = 1e-3 never starts the GIGA loop (P3-D, P3-E6): a reproduction under that set-up, not "
+                "the paper's own"))
     return seed
 
 

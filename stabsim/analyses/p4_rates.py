@@ -110,6 +110,29 @@ def floor_row(v, n, mean, eta, sigma, d: int, G: float, key: str):
     return v.relabel("inconclusive", FLOOR_QUALIFIER, note=f"P4-F1 floor: {fl['why']}"), text, fl
 
 
+def _expression(key, n, d, eps, delta):
+    """The registered O(.) expression (constants 1) of a private "(a)" rate row over n, the curve of
+    ``check_rate``'s band and pre-asymptotic rule; None for a non-private cell (eps = 0), a "(b)" row
+    (its own floor rule, P4-F1) or a missing delta."""
+    from ..theory import get
+
+    if not eps or not delta or not key.endswith("a.excess"):
+        return None
+    return np.asarray(get(key)(n=n, d=d, eps=float(eps), delta=float(delta)), dtype=float)
+
+
+def _noise_term(key, eta, sigma, d: int):
+    """One term of the paper's explicit optimization bound (Thm 16(a), Lemma 20) of a private "(a)"
+    row: sum_j 3 eta^2 sigma^2 d / (T eta) = 3 eta sigma^2 d at the cell's calibrated sigma and step,
+    per n.  The whole bound is at least this term, so a measure below it at every n is below the
+    bound: the curve of ``check_rate``'s pre-asymptotic rule.  None for a non-private cell or a "(b)"
+    row (P4-F1's floor rule)."""
+    sigma = np.asarray(sigma, dtype=float)
+    if not key.endswith("a.excess") or not np.all(sigma > 0):
+        return None
+    return 3.0 * np.asarray(eta, dtype=float) * sigma ** 2 * d
+
+
 def _per_n(da, n) -> np.ndarray:
     """A per-cell parameter (sigma_eff, eta_eff) as one value per swept n (its max over other dims)."""
     if "n" in da.dims:
@@ -143,6 +166,8 @@ def check_rates(spec, ds) -> CheckResult:
             raise ValueError(f"kappa = {kappa_noise:g} needs {key} in [bounds] keys (3(b): F(w*) = 0 only)")
         expo = get(key).rate["n"]
         v = check_rate(n, exc, expo, "upper", key=key, quantity="excess_risk",
+                       bound_values=_expression(key, n, pb.d, params["risk"]["eps"], params["risk"]["delta"]),
+                       explicit_bound=_noise_term(key, _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n), pb.d),
                        notes=[f"kappa (label noise) = {kappa_noise:g}, F(w*) = {Fstar:.4g}",
                               f"T = T_eff in {np.unique(sub['T_eff'].values).tolist()}, eta = eta_eff in "
                               f"{np.round(np.unique(sub['eta_eff'].values), 4).tolist()} (schedule {params['risk']['schedule']})",
@@ -209,7 +234,10 @@ def check_more_rates(spec, ds) -> CheckResult:
         eps = params["p4"]["eps"]
         notes = [f"F(w*) = {Fref:.4g} ({ref_how}); T = {Ts}; eta = {etas}; "
                  f"sigma = {np.round(sig, 4).tolist()} ({'eps = ' + str(eps) if eps > 0 else 'non-private'})"]
-        v = check_rate(n, exc, expo, "upper", key=key, quantity="excess_risk", notes=notes)
+        v = check_rate(n, exc, expo, "upper", key=key, quantity="excess_risk", notes=notes,
+                       bound_values=_expression(key, n, _problem(params["data"]).d, eps, params["p4"].get("delta")),
+                       explicit_bound=_noise_term(key, _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n),
+                                                  _problem(params["data"]).d))
         pb_ = _problem(params["data"])
         G_ = lossf.G(pb_.kappa, _radius(params["algorithm"]))
         v, expl, fl = floor_row(v, n, np.nanmean(exc, axis=0), _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n),
