@@ -225,12 +225,16 @@ def shape_band(exponent: float, shape_slope: float | None) -> tuple[float, float
     return min(a, float(shape_slope)), max(a, float(shape_slope))
 
 
-def _class_of(lo: float, hi: float, a, kind: str, tol: float) -> str:
-    """Class of the slope CI [lo, hi] against the band ``a`` (a number or a (low, high) pair)."""
+def _class_of(lo: float, hi: float, a, kind: str, tol: float, toward: str = "infinity") -> str:
+    """Class of the slope CI [lo, hi] against the band ``a`` (a number or a (low, high) pair).
+    ``toward``: the direction of x in which the claim is asymptotic; toward "zero" (e.g. x = 1/eps
+    on a sweep of large eps) a larger exponent is the faster decay, so the two sides swap."""
     b_lo, b_hi = (a, a) if not isinstance(a, tuple) else a
     if lo - tol <= b_hi and b_lo <= hi + tol:
         return "matches"
     below = hi < b_lo - tol  # the measure decays faster / grows more slowly than every slope of the band
+    if toward == "zero":
+        below = not below
     if kind == "upper":
         return "faster than claimed" if below else "inconsistent"
     if kind == "lower":
@@ -239,7 +243,7 @@ def _class_of(lo: float, hi: float, a, kind: str, tol: float) -> str:
 
 
 def rate_class(fit: SlopeFit, exponent: float, kind: str = "upper", tol: float = 0.0,
-               shape_slope: float | None = None) -> tuple[str, str]:
+               shape_slope: float | None = None, toward: str = "infinity") -> tuple[str, str]:
     """(verdict, qualifier) of a slope fit against the band of ``shape_band(exponent, shape_slope)``
     (module rules).
 
@@ -247,12 +251,14 @@ def rate_class(fit: SlopeFit, exponent: float, kind: str = "upper", tol: float =
     and would give another class: then "inconclusive" with qualifier "curvature"."""
     if kind not in ("upper", "lower", "exact"):
         raise ValueError(f"kind={kind!r} is not allowed: use 'upper', 'lower' or 'exact'")
+    if toward not in ("infinity", "zero"):
+        raise ValueError(f"toward={toward!r} is not allowed: use 'infinity' or 'zero'")
     band = shape_band(exponent, shape_slope)
-    g = _class_of(fit.lower, fit.upper, band, kind, tol)
+    g = _class_of(fit.lower, fit.upper, band, kind, tol, toward)
     if fit.local_slope is None:
         return g, ""
     disagree = not (fit.local_lower <= fit.slope <= fit.local_upper)  # significant: the local CI excludes it
-    loc = _class_of(fit.local_lower, fit.local_upper, band, kind, tol)
+    loc = _class_of(fit.local_lower, fit.local_upper, band, kind, tol, toward)
     if disagree and loc != g:
         return "inconclusive", "curvature"
     return g, ""
@@ -299,7 +305,7 @@ def _below_curve(y: np.ndarray, curve, level: float, n_boot: int, seed: int, pai
 def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 0.0, level: float = 0.95,
                n_boot: int = 2000, seed: int = 0, paired: bool = True, key: str = "", quantity: str = "",
                tag: str = "RATE", bound_values=None, notes: Sequence[str] = (), log_factors: str = "",
-               shape_values=None, explicit_bound=None, finding: str = "") -> Verdict:
+               shape_values=None, explicit_bound=None, finding: str = "", toward: str = "infinity") -> Verdict:
     """Compare the measured log-log slope with a theorem's rate on the measured range (module rules).
 
     ``x``: the swept variable (t, n, eta, eps, ...); ``y_reps``: per-replicate measure (R, m);
@@ -321,6 +327,8 @@ def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 
     a pre-asymptotic shape, not a contradiction: "inconclusive (shape: pre-asymptotic)".
     ``finding``: the id of the docs/errata.md entry that argues an asymptotic contradiction (e.g. a
     provable 1/log^2 t rate); such a row keeps "inconsistent" whatever the curve.
+    ``toward``: "infinity" (default) when the claim is about growing x (n, t, d); "zero" when it is
+    about x -> 0 (x = 1/eps over large eps): there a slope above the band is the faster decay.
     """
     tol = float(tol)
     if tol < 0:
@@ -335,7 +343,7 @@ def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 
         if sv.shape == fit.x.shape and np.all(sv > 0) and np.all(np.isfinite(sv)):
             shape_slope = bound_slope(fit.x, sv)
     band = shape_band(a, shape_slope)
-    verdict, qualifier = rate_class(fit, a, kind, tol, shape_slope)
+    verdict, qualifier = rate_class(fit, a, kind, tol, shape_slope, toward)
     can_fail, power_note = rate_power(fit, band)
     extra = []
     if verdict in ("faster than claimed", "inconsistent", "consistent"):
@@ -368,13 +376,13 @@ def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 
                    tightness_min=tmin, tightness_max=tmax, local_slope=fit.local_slope,
                    local_lower=fit.local_lower, local_upper=fit.local_upper, log_factors=log_factors,
                    shape_slope=shape_slope, can_fail=can_fail, power_note=power_note,
-                   notes=tuple(notes) + _rate_notes(fit, a, kind, tol, verdict, qualifier, log_factors, band)
+                   notes=tuple(notes) + _rate_notes(fit, a, kind, tol, verdict, qualifier, log_factors, band, toward)
                    + tuple(extra),
                    details=fit)
 
 
 def _rate_notes(fit: SlopeFit, a: float, kind: str, tol: float, verdict: str, qualifier: str, log_factors: str,
-               band: tuple[float, float] | None = None):
+               band: tuple[float, float] | None = None, toward: str = "infinity"):
     out = [f"{kind} rule, tol = {tol:g}, {fit.n_boot} bootstrap resamples "
            f"({'paired' if fit.paired else 'per-x'}) over {fit.n_replicates} replicates"
            + (f"; CI widened for lack of fit (se {fit.se_fit:.2g}; bootstrap alone "
@@ -382,8 +390,9 @@ def _rate_notes(fit: SlopeFit, a: float, kind: str, tol: float, verdict: str, qu
     if log_factors:
         out.append(f"nominal exponent {a:g}; log factors {log_factors} not in the exponent")
     if verdict == "faster than claimed":
-        how = "decays faster" if a < 0 else "grows more slowly"
-        out.append(f"the measure {how} than x^{a:g}: consistent with the O(.) bound, "
+        how = "decays faster" if a < 0 or toward == "zero" else "grows more slowly"
+        out.append(f"the measure {how} than x^{a:g}" + (" as x -> 0" if toward == "zero" else "")
+                   + ": consistent with the O(.) bound, "
                    f"but its rate is not attained on this range")
     if band is not None and band[1] > band[0]:
         out.append(f"band of the claim on this range: {band[0]:.3g}..{band[1]:.3g} (nominal exponent {a:g} and "

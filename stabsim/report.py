@@ -189,8 +189,10 @@ def count_by_kind(rows: list[dict]) -> dict:
 
 
 def _verdict_label(r: dict) -> str:
-    """The verdict with its qualifier, e.g. "inconclusive (curvature)" (a stand-in row's own)."""
-    return r["verdict"] + (f" ({r['qualifier']})" if r.get("qualifier") and r["verdict"] != STAND_IN else "")
+    """The verdict with its qualifier, e.g. "inconclusive (curvature)" (a stand-in row's own), and
+    "uninformative" for a row that could not have failed (counted apart from the others)."""
+    label = r["verdict"] + (f" ({r['qualifier']})" if r.get("qualifier") and r["verdict"] != STAND_IN else "")
+    return label + (" — uninformative" if str(r.get("can_fail")) == "False" else "")
 
 
 def _count_text(counts: dict) -> str:
@@ -465,6 +467,23 @@ def _errata_base(reports_dir: Path) -> str:
         return "../docs/errata.md"
 
 
+#: papers whose privacy theorems assume eps <= 1 (P3 Thm 1 / 5, docs/errata.md P3-E7): a calibration
+#: priced above that range is outside the theorem's assumptions, not a finding about the paper.
+EPS_AT_MOST_ONE = ("P3",)
+
+
+def _ledger_qualifier(r) -> str:
+    """The qualifier of a ledger row that is not private: a literal reading, or outside the paper's
+    stated eps range; "" otherwise."""
+    if r.verdict not in FAILED_VERDICTS:
+        return ""
+    if (r.paper, r.reading) in LITERAL_LEDGER_READINGS:
+        return LITERAL_READING
+    if r.paper in EPS_AT_MOST_ONE and r.eps_target > 1:
+        return "outside the theorem's assumptions"
+    return ""
+
+
 def _ledger_section(reports_dir: Path, study_ids) -> tuple[list[str], list[dict]]:
     """The privacy ledger of the calibrations the reported studies use (``stabsim.privacy.ledger``):
     markdown lines for index.md, and one verdict row per calibration (kind "privacy ledger")."""
@@ -495,8 +514,7 @@ def _ledger_section(reports_dir: Path, study_ids) -> tuple[list[str], list[dict]
                    verdict=r.verdict, worst_margin=r.eps_target - r.eps_bought,
                    tightness_min=r.tightness, tightness_max=r.tightness, data="synthetic",
                    figure=f"{FIGURE_DIR}/privacy_ledger.png", errata_ids=" ".join(_errata_ids(r.reason)),
-                   qualifier=LITERAL_READING if (r.paper, r.reading) in LITERAL_LEDGER_READINGS
-                   and r.verdict in FAILED_VERDICTS else "",
+                   qualifier=_ledger_qualifier(r),
                    explanation=f"eps bought {r.eps_bought:.4g} ({r.method}) vs claimed {r.eps_target:g}; sigma used "
                                f"{r.sigma:.4g}, needed {r.sigma_needed:.4g} (ratio {r.sigma_ratio:.3g}); {r.reason}")
         vrows.append(row)

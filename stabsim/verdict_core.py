@@ -25,9 +25,11 @@ FAILED_VERDICTS = ("violated", "inconsistent", "not private at this setting")
 #: authors would not defend (docs/errata.md says which): reported, never a headline finding.
 LITERAL_READING = "literal reading"
 #: qualifiers of a failed row that is not a finding about the paper: a literal typesetting reading,
-#: and a bound overlaid, at the user's explicit request, on a run outside its theorem's assumptions
-#: (``stabsim.applicability``).
-NOT_A_CLAIM_OF_THE_PAPER = (LITERAL_READING, "outside the theorem's assumptions")
+#: a bound overlaid, at the user's explicit request, or a calibration priced, outside its theorem's
+#: assumptions (``stabsim.applicability``; the privacy ledger),
+#: and a reproduction that fails under a set-up stabsim had to choose where the paper gives none.
+SETUP_NOT_THE_PAPERS = "set-up not the paper's"
+NOT_A_CLAIM_OF_THE_PAPER = (LITERAL_READING, "outside the theorem's assumptions", SETUP_NOT_THE_PAPERS)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -198,3 +198,15 @@ def test_the_overlay_trivial_bound_of_a_twin_distance():
     assert _trivial_distance({}, {"G": 2.0}, {}, m, "t") is None
     assert _trivial_distance({"trivial": False}, {"G": 2.0}, {"eta": 0.5}, m, "t") is None
     assert _trivial_distance({}, {"G": 2.0}, {"eta": 0.5}, m.assign_attrs(quantity="gen_gap"), "t") is None
+
+
+def test_toward_zero_swaps_the_sides_of_the_band():
+    """x = 1/eps over eps >> 1 runs toward 0: a measure ~ x^1 under a claim O(x^{1/2}) decays faster
+    there (faster than claimed), while toward infinity it grows faster than claimed (inconsistent)."""
+    x = np.geomspace(3e-6, 3e-4, 5)
+    y = _reps(x, 50.0 * x)
+    assert check_rate(x, y, 0.5, toward="zero").verdict == "faster than claimed"
+    assert check_rate(x, y, 0.5).verdict == "inconsistent"
+    assert check_rate(x, y, 1.0, toward="zero").verdict == "matches"
+    with pytest.raises(ValueError, match="toward"):
+        check_rate(x, y, 0.5, toward="sideways")

@@ -99,8 +99,9 @@ def _row(res, spec, key, axis, label, params, sub):
     if axis == "eps":
         notes.append("eps > 1 is outside the proven range of the Gaussian mechanism (P0-E11): the row tests the "
                      "expression in eps, not the privacy guarantee")
+    # the eps rows sweep eps >> 1, so x = 1/eps runs toward 0: there a larger exponent is the faster decay
     v = check_rate(x, loss, exponent, "upper", key=key, quantity="", paired=False, bound_values=expr,
-                   notes=notes, log_factors=logf)
+                   notes=notes, log_factors=logf, toward="zero" if axis == "eps" else "infinity")
     v = replace(v, quantity="dp_utility_loss")
     saturated = bool(np.any(ratio > LINEAR_REGIME))
     if saturated:

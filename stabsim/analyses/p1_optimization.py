@@ -20,6 +20,7 @@ import xarray as xr
 from ..measures import REPLICATE, empirical_quantile_index, order_statistic_ci_indices
 from ..setups.constants import cell_constants
 from ..rates import bound_slope, rate_power, shape_band
+from ..verdict_core import LITERAL_READING
 from ..verdicts import SlopeFit, Verdict, check_rate, rate_class, rate_exponent
 from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
 from .p1_common import measure_over, rate_figure, rate_setting
@@ -117,6 +118,10 @@ def _sc_row(res, spec, key, label, params, gap, t, c, alpha, delta, notes, outpu
         v = check_rate(t, gap.values, rate_exponent(key, "t"), "upper", paired=True, key=key,
                        quantity="opt_error", bound_values=bound, seed=spec.seed, notes=notes,
                        finding="P1-F1" if output == "eta_weighted_lag2" else "")
+        if output == "eta_weighted_lag2" and v.failed:
+            v = v.relabel(v.verdict, LITERAL_READING, note=(
+                "literal reading (P1-F1): Thm 6 leaves w_bar_t undefined; the eta-weighted average is its literal "
+                "reading, the t-weighted average of Thm 7(b) the likely intended one"))
     else:
         fit, q = _quantile_fit(t, gap.values, 1 - delta, 0.95, 2000, spec.seed)
         expo = rate_exponent(key, "t")

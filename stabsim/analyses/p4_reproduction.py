@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..measures import REPLICATE, mean_ci
+from ..verdict_core import SETUP_NOT_THE_PAPERS
 from ..verdicts import Verdict
 from .base import CheckResult, register_check
 
@@ -69,8 +70,10 @@ def _eps_claim(res, ax, ds, j, k, priv, metric, key):
                      "The paper does not give W, G or the loss scaling (errata P4-D), and its curves cannot be "
                      "matched without them")
     against = bool(z_end < -1.96)  # the error rises significantly from the smallest to the largest eps
-    res.add(_exp_verdict(key, ok, against, notes, sub.sizes[REPLICATE]), label=f"error falls with eps, kappa = {k:g}",
-            explanation=expl)
+    v = _exp_verdict(key, ok, against, notes, sub.sizes[REPLICATE])
+    if v.failed:   # W, G and the loss scaling are stabsim's (P4-D): not the paper's own experiment
+        v = v.relabel(v.verdict, SETUP_NOT_THE_PAPERS, note="W, G and the loss scaling are stabsim's choices (P4-D)")
+    res.add(v, label=f"error falls with eps, kappa = {k:g}", explanation=expl)
     res.measured[f"mean test {metric} per eps {priv.tolist()} (kappa = {k:g})"] = np.round(est, 5).tolist()
     res.measured[f"non-private test {metric} (kappa = {k:g})"] = b_est
     res.measured[f"sigma per eps (kappa = {k:g})"] = np.round(sub["sigma_eff"].sel(eps=priv).values, 4).tolist()

@@ -233,13 +233,17 @@ def not_private_reason(mech, eps_bought):
     if mech.calibration == "classical":
         dd = mech.delta_gaussian
         const = "1.25/delta" if mech.delta_fail == 0 else "1.25/(delta/2)"
-        why = (f"classical Gaussian formula sigma = Delta sqrt(2 ln({const}))/eps used at eps = {e:g}"
-               + (" >> 1" if e > 1 else "") + ", outside its proven range eps < 1 (Dwork-Roth Thm A.1"
-               + (f"; {GAUSSIAN_RANGE_ERRATA[mech.paper]}" if mech.paper in GAUSSIAN_RANGE_ERRATA else "") + "); "
-               f"exact eps (Gaussian part at delta = {dd:.3g}"
-               + (" + failure delta/2" if mech.delta_fail else "") + f") is {eps_bought:.4g}")
-        if mech.reading == "printed" and mech.paper == "P0":
-            why += "; the printed Eq. (5) also drops the factor e of Delta_T^2 (P0-E2)"
+        printed_p0 = mech.reading == "printed" and mech.paper == "P0"
+        if e > 1:
+            why = (f"classical Gaussian formula sigma = Delta sqrt(2 ln({const}))/eps used at eps = {e:g}, "
+                   "outside its proven range eps <= 1 (Dwork-Roth Thm A.1"
+                   + (f"; {GAUSSIAN_RANGE_ERRATA[mech.paper]}" if mech.paper in GAUSSIAN_RANGE_ERRATA else "") + "); ")
+        else:
+            why = f"classical Gaussian formula sigma = Delta sqrt(2 ln({const}))/eps at eps = {e:g}; "
+        why += (f"exact eps (Gaussian part at delta = {dd:.3g}" + (" + failure delta/2" if mech.delta_fail else "")
+                + f") is {eps_bought:.4g}")
+        if printed_p0:
+            why += "; the printed Eq. (5) drops the factor e of Delta_T^2 (P0-E2)"
         return why
     if mech.calibration == "zcdp-printed":
         return (f"the printed rho substitution (sqrt(log 1/delta) + eps - sqrt(log 1/delta))^2 equals eps^2 "
