@@ -61,8 +61,8 @@ def test_rate_classes_follow_the_slope_ci_and_the_band(rows):
         if r["verdict"] == "matches":
             assert lo <= b_hi and b_lo <= hi or r["key"].startswith("P3"), r   # P3 rows may carry a stated tolerance
             assert r["can_fail"] == "True" or "by construction" in r["power_note"], r
-        elif r["verdict"] == "faster than claimed":
-            assert hi < b_lo, r
+        elif r["verdict"] == "faster than claimed":   # in 1/eps over large eps the claim is about x -> 0
+            assert hi < b_lo or ("1/eps" in r["case"] and lo > b_hi), r
         elif r["verdict"] == "inconsistent":
             assert lo > b_hi or hi < b_lo, r
 

@@ -233,7 +233,7 @@ def not_private_reason(mech, eps_bought):
     if mech.calibration == "classical":
         dd = mech.delta_gaussian
         const = "1.25/delta" if mech.delta_fail == 0 else "1.25/(delta/2)"
-        printed_p0 = mech.reading == "printed" and mech.paper == "P0"
+        printed_p0 = "printed" in mech.reading and mech.paper == "P0"
         if e > 1:
             why = (f"classical Gaussian formula sigma = Delta sqrt(2 ln({const}))/eps used at eps = {e:g}, "
                    "outside its proven range eps <= 1 (Dwork-Roth Thm A.1"
