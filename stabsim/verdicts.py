@@ -61,8 +61,10 @@ measured x (its expression with the study's parameters, log factors included), t
                          bound's curve at every x: no contradiction on this range.  A row whose
                          docs/errata.md finding argues an asymptotic contradiction keeps
                          "inconsistent" (``finding``).  The shape family also holds "shape:
-                         saturated" (noise fills the domain) and "shape: floor" (a term the bound
-                         keeps), set by the studies that measure them.
+                         saturated" (noise fills the domain) and "shape: floor" (a flat curve at a
+                         term the bound keeps, without a significant slope claim; a significantly
+                         slow row at P4-F1's floor stays "inconsistent", the finding that entry argues),
+                         set by the studies that measure them.
 
 The slope CI combines the percentile bootstrap over replicates (``n_boot`` resamples) with the
 fit's lack of fit: with m >= 3 points, the OLS standard error of the slope of the mean curve,
