@@ -57,12 +57,16 @@ def spy_run_twin_backend(monkeypatch) -> list:
 
 
 def fake_backend(path, name, device="a faked GPU"):
-    """Rewrite a stored chunk's backend attrs (values and checksum intact); None: an old chunk."""
+    """Rewrite a stored chunk's backend attrs as that backend would have written them (values and
+    checksums consistent: the attrs checksum is part of a written chunk); None: an old chunk."""
+    from stabsim.store import attrs_sha256
+
     ds = open_chunk(path)
     for key in ("chunk_backend", "chunk_device"):
         ds.attrs.pop(key, None)
     if name is not None:
         ds.attrs.update(chunk_backend=name, chunk_device=device)
+    ds.attrs["chunk_attrs_sha256"] = attrs_sha256(ds)
     write_chunk_file(ds, path)
 
 
