@@ -228,7 +228,7 @@ def _per_replicate(ds, var: str) -> xr.DataArray:
     if ds.attrs.get("noise") == "independent":
         raise ValueError("this run drew the noise of S' independently of S (a privacy-audit run): "
                          "stability measures need coupled runs (shared indices and noise), "
-                         "see DESIGN.md 'Coupling'")
+                         "see docs/errata.md, Conventions, 'Coupling'")
     return _as_replicate_array(ds[var])
 
 

@@ -1,4 +1,4 @@
-"""Provenance attributes attached to every result (DESIGN.md "Results format")."""
+"""Provenance attributes attached to every result (docs/reliability.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Every random number is a pure function of ``(seed, replicate, stream, counter)``
 ``mix64`` is the SplitMix64 finaliser (Steele, Lea & Flood 2014), so the sequence for a
 fixed key is exactly SplitMix64's output sequence.  Because nothing depends on a mutable
 generator state, a replicate gives bit-identical numbers whatever the thread count, the
-chunking of replicates, or the machine that runs it (DESIGN.md "Reproducibility").
+chunking of replicates, or the machine that runs it (README, Concepts, "Coupling").
 numba's own ``np.random`` is per-thread state and is never used in kernels.
 
 Streams used by the engine (one independent sequence each):
