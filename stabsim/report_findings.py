@@ -2,7 +2,7 @@
 counted, the lines that open ``index.md``, and rows whose states contradict each other.
 
 A *headline* row is a finding about a paper (a candidate erratum, not a failure of stabsim):
-``row["headline"]`` when the row carries it, else a failed verdict (``FAILED_VERDICTS``) on data
+``row["headline"]`` when the row carries it, else ``stabsim.verdict_core.is_headline``: a failed verdict (``FAILED_VERDICTS``) on data
 that is not a stand-in, from a design that could have failed (``can_fail`` not False).
 
 A *finding* is one line of the report: the headline rows of one claim (registry ``key``) with
@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from .verdict_core import FAILED_VERDICTS, OK_VERDICTS
+from .verdict_core import is_headline as core_rule
 
 __all__ = ["is_headline", "headline_counts", "headline_text", "finding_groups", "row_contradictions",
            "merge_cases", "is_true", "can_fail"]
@@ -42,22 +43,11 @@ def can_fail(row: dict):
     return None
 
 
-def _is_headline(row: dict) -> bool:
-    """The rule while ``stabsim.verdict_core`` has no ``is_headline``: a failed verdict on data
-    that is not a stand-in, from a design that could have failed."""
-    return (row.get("verdict") in FAILED_VERDICTS and row.get("data") != "stand-in"
-            and can_fail(row) is not False)
-
-
 def is_headline(row: dict) -> bool:
     """Is ``row`` a finding about a paper?  Its ``headline`` column when set, else the rule."""
     v = row.get("headline")
     if v is True or v is False or (isinstance(v, str) and v.strip().lower() in ("true", "false")):
         return is_true(v)
-    try:
-        from .verdict_core import is_headline as core_rule  # provided by verdict_core when it is there
-    except ImportError:
-        return _is_headline(row)
     return bool(core_rule(row))
 
 
