@@ -291,6 +291,45 @@ def rate_power(fit: SlopeFit, band: tuple[float, float]) -> tuple[bool, str]:
                   f"{2 * RATE_RESOLUTION:g}: a rate {RATE_RESOLUTION:g} outside the band would be detected")
 
 
+def trivial_rate_note(fit: SlopeFit, band: tuple[float, float], trivial_slope: float | None) -> str:
+    """"" when the sweep tells the claimed band from the quantity's *trivial* rate, else why not.
+
+    The trivial rate is what the quantity does with no learning at all: slope 0 for a quantity the
+    claim says decays (an excess risk, an average regret: bounded, so flat is always possible),
+    slope 1 for a cumulative regret (at most n times a bounded loss).  A "matches" whose band,
+    widened by the slope CI's half-width, reaches the trivial slope would be given to a curve at
+    the trivial rate too: it supports nothing (``check_rate`` turns it into "inconclusive (cannot
+    discriminate)", ``can_fail`` False)."""
+    if trivial_slope is None or not math.isfinite(trivial_slope):
+        return ""
+    half = max(fit.upper - fit.slope, fit.slope - fit.lower)
+    if band[0] - half <= trivial_slope <= band[1] + half:
+        return (f"the band {band[0]:.3g}..{band[1]:.3g} widened by the CI half-width {half:.2g} reaches the "
+                f"trivial slope {trivial_slope:g} (a curve {'without decay' if trivial_slope == 0 else 'at the trivial rate'}"
+                " would match too): the bound's own expression is that flat on this range, so a match "
+                "cannot tell the claim from no learning")
+    return ""
+
+
+def _meeting_point(fit: SlopeFit, curve, curve_slope: float | None) -> str:
+    """"; extrapolating both slopes, the measure would reach the curve near x = ..." (the sweep that
+    would decide), or "" when it cannot be said."""
+    if curve_slope is None or not fit.slope > curve_slope:
+        return ""
+    i = int(np.argmax(fit.x))
+    m, c = float(np.asarray(fit.mean).ravel()[i]), float(np.asarray(curve, dtype=float).ravel()[i])
+    x_max = float(np.asarray(fit.x).ravel()[i])
+    if not (m > 0 and c > m):
+        return ""
+    return (f"; extrapolating both slopes ({fit.slope:.3g} and {curve_slope:.3g}) the measure would reach the curve "
+            f"near x = {x_max * (c / m) ** (1.0 / (fit.slope - curve_slope)):.3g}: a sweep to there would decide")
+
+
+def _default_trivial(exponent: float, kind: str, toward: str) -> float | None:
+    """Slope 0 for an upper claim of decay toward x -> infinity; None (not assessed) otherwise."""
+    return 0.0 if (kind == "upper" and toward == "infinity" and exponent < 0) else None
+
+
 def _below_curve(y: np.ndarray, curve, level: float, n_boot: int, seed: int, paired: bool) -> bool | None:
     """True when the bootstrap upper end of the replicate mean lies below ``curve`` at every x."""
     if curve is None:
@@ -305,7 +344,8 @@ def _below_curve(y: np.ndarray, curve, level: float, n_boot: int, seed: int, pai
 def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 0.0, level: float = 0.95,
                n_boot: int = 2000, seed: int = 0, paired: bool = True, key: str = "", quantity: str = "",
                tag: str = "RATE", bound_values=None, notes: Sequence[str] = (), log_factors: str = "",
-               shape_values=None, explicit_bound=None, finding: str = "", toward: str = "infinity") -> Verdict:
+               shape_values=None, explicit_bound=None, finding: str = "", toward: str = "infinity",
+               trivial_slope="auto") -> Verdict:
     """Compare the measured log-log slope with a theorem's rate on the measured range (module rules).
 
     ``x``: the swept variable (t, n, eta, eps, ...); ``y_reps``: per-replicate measure (R, m);
@@ -329,6 +369,12 @@ def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 
     provable 1/log^2 t rate); such a row keeps "inconsistent" whatever the curve.
     ``toward``: "infinity" (default) when the claim is about growing x (n, t, d); "zero" when it is
     about x -> 0 (x = 1/eps over large eps): there a slope above the band is the faster decay.
+    ``trivial_slope``: the slope of the quantity with no learning ("auto": 0 for an upper claim of
+    decay, none otherwise; pass 1 for a cumulative regret).  A "matches" that a curve at that slope
+    would get too is "inconclusive (cannot discriminate)" (``trivial_rate_note``).
+    The pre-asymptotic rule needs a curve that decays at least as fast as the band's slow end: lying
+    below a bound that itself decays more slowly than the claim (a floor the bound keeps) says
+    nothing about the claimed rate, and the row stays "inconsistent".
     """
     tol = float(tol)
     if tol < 0:
@@ -351,16 +397,30 @@ def check_rate(x, y_reps, exponent: float, kind: str = "upper", *, tol: float = 
         power_note = "significant: the slope CI lies outside the band"
     elif verdict == "matches" and not can_fail:
         verdict, qualifier = "inconclusive", "cannot discriminate"
+    triv = _default_trivial(a, kind, toward) if trivial_slope == "auto" else trivial_slope
+    if verdict == "matches":
+        why = trivial_rate_note(fit, band, triv)
+        if why:
+            verdict, qualifier, can_fail, power_note = "inconclusive", "cannot discriminate", False, why
     if verdict == "inconsistent" and kind == "upper" and not finding:
         curve = explicit_bound if explicit_bound is not None else bound_values
         y = np.asarray(y_reps.transpose(REPLICATE, ...).values if isinstance(y_reps, xr.DataArray) else y_reps,
                        dtype=float)
-        if _below_curve(y, curve, fit.level, n_boot, seed, paired):
+        curve_slope = None
+        if curve is not None:
+            cv = np.asarray(curve, dtype=float).ravel()
+            if cv.shape == fit.x.shape and np.all(cv > 0) and np.all(np.isfinite(cv)):
+                curve_slope = bound_slope(fit.x, cv)
+        if curve_slope is not None and toward == "infinity" and curve_slope > band[1] + 1e-12:
+            extra.append(f"the {'explicit bound' if explicit_bound is not None else 'bound expression'} itself has "
+                         f"slope {curve_slope:.3g} here, slower than the claim's band: lying below it says nothing "
+                         "about the claimed rate (no pre-asymptotic relabelling)")
+        elif _below_curve(y, curve, fit.level, n_boot, seed, paired):
             which = "the explicit bound" if explicit_bound is not None else "the bound's expression (O(.) constants 1)"
             verdict, qualifier = "inconclusive", SHAPE_PRE_ASYMPTOTIC
             extra.append(f"rule verdict: inconsistent; the measure stays below {which} at every x (CI upper ends "
                          "included) while decaying more slowly: a pre-asymptotic shape on this range, not a "
-                         "contradiction of the O(.) claim")
+                         "contradiction of the O(.) claim" + _meeting_point(fit, curve, curve_slope))
     matched = fit.lower - tol <= a <= fit.upper + tol
     tmin = tmax = math.nan
     if bound_values is not None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .verdict_core import FAILED_VERDICTS, OK_VERDICTS
+from .verdict_core import FAILED_VERDICTS, NOT_A_CLAIM_OF_THE_PAPER, OK_VERDICTS
 from .verdict_core import is_headline as core_rule
 
 __all__ = ["is_headline", "headline_counts", "headline_text", "finding_groups", "row_contradictions",
@@ -84,7 +84,34 @@ def finding_groups(rows: list[dict]) -> list[dict]:
                                      "key": top.get("key", "") or "", "label": _label(top),
                                      "errata_ids": top.get("errata_ids", "") or "", "rows": []})
         g["rows"].append(r)
+    for g in groups.values():   # a repeat may name more errata than its root (e.g. a ledger row)
+        ids = [i for r in g["rows"] for i in str(r.get("errata_ids") or "").split()]
+        g["errata_ids"] = " ".join(sorted(set(ids)))
     return list(groups.values())
+
+
+_EPS = re.compile(r"\beps\s*=\s*([0-9][0-9.eE+-]*)")
+
+
+def eps_span(rows: list[dict]) -> str:
+    """"fails from eps = 3 (4 values up to 1000)" when the rows of one finding are at several eps
+    (read from their cases): the smallest eps at which the claim fails leads; "" otherwise."""
+    vals = set()
+    for r in rows:
+        for m in _EPS.findall(str(r.get("case") or "")):
+            try:
+                vals.add(float(m.rstrip(".")))
+            except ValueError:
+                pass
+    if len(vals) < 2:
+        return ""
+    lo, hi = min(vals), max(vals)
+    return f"fails from eps = {lo:g} ({len(vals)} values up to {hi:g})"
+
+
+def not_a_claim(row: dict) -> bool:
+    """True for a row whose qualifier says it checks no claim of the paper (``NOT_A_CLAIM_OF_THE_PAPER``)."""
+    return (row.get("qualifier") or "") in NOT_A_CLAIM_OF_THE_PAPER
 
 
 def _failed_not_headline_reason(row: dict) -> str:
@@ -108,7 +135,8 @@ def headline_counts(rows: list[dict]) -> dict:
     for r in others:
         why = _failed_not_headline_reason(r)
         reasons[why] = reasons.get(why, 0) + 1
-    return {"findings": len(groups), "rows": len(heads),
+    held_apart = sum(1 for r in rows if r.get("verdict") in OK_VERDICTS and not_a_claim(r) and can_fail(r) is not False)
+    return {"findings": len(groups), "rows": len(heads), "held_apart": held_apart,
             "distinct": sum(1 for r in heads if not str(r.get("repeat_of") or "")),
             "uninformative": sum(1 for r in rows if can_fail(r) is False),
             "other_failed": len(others), "other_reasons": reasons,
@@ -169,12 +197,14 @@ def row_contradictions(rows: list[dict]) -> list[str]:
 
 def ok_count_line(rows: list[dict], titles: dict, order) -> str:
     """"theorem bounds 199/201, rate claims 51/87 (21 matches, 30 faster than claimed), ...": per
-    kind of check, the rows with a good verdict over the rows judged (stand-ins, errors and
-    uninformative rows apart)."""
+    kind of check, the rows with a good verdict over the rows judged (stand-ins, errors,
+    uninformative rows and rows that check no claim of the paper -- a literal reading, a setting
+    outside the theorem's assumptions, a set-up not the paper's: ``not_a_claim`` -- apart)."""
     parts = []
     for kind in order:
         rs = [r for r in rows if (r.get("check_kind") or "other") == kind
-              and r.get("verdict") not in (STAND_IN, "error", "skipped") and can_fail(r) is not False]
+              and r.get("verdict") not in (STAND_IN, "error", "skipped") and can_fail(r) is not False
+              and not not_a_claim(r)]
         if not rs:
             continue
         ok: dict = {}
@@ -204,7 +234,12 @@ def finding_line(g: dict, link_errata) -> str:
     """One finding: paper and theorem reference, key, cases, verdict, errata links, figure, rows."""
     rows = g["rows"]
     ref = f"{g['paper']} {g['reference']}".strip() if g["reference"] else g["paper"]
-    what = merge_cases([str(r.get("case") or r.get("quantity") or "") for r in rows])
+    span = eps_span(rows)
+    what = merge_cases([str(r.get("case") or r.get("quantity") or "") for r in rows if r.get("key") == g["key"]])
+    others = sorted({str(r.get("key")) for r in rows if r.get("key") != g["key"]})
+    if others:   # repeats under another key (the ledger's rows of the same calibration)
+        what += f" (with {', '.join(f'`{k}`' for k in others)})"
+    what = f"{span}; {what}" if span and what else (span or what)
     errata = link_errata(g["errata_ids"].replace(" ", ", ")) if g["errata_ids"] else "no errata entry yet"
     figs = _figure_links([str(r.get("figure") or "") for r in rows])
     parts = [f"{ref} `{g['key']}`" + (f": {what}" if what else ""), f"**{g['label']}**", errata] + [figs] * bool(figs)
@@ -237,6 +272,10 @@ def first_screen(rows: list[dict], *, link_errata, kind_titles: dict, kind_order
               f"- uninformative: {c['uninformative']} rows could not have detected a violation of the claimed size "
               "(`can_fail` False, why in `power_note`); counted apart, never findings"
               + ("" if assessed else " (no row carries this assessment)")]
+    if c["held_apart"]:
+        lines.append(f"- good verdicts that are not support: {c['held_apart']} row{'s' * (c['held_apart'] != 1)} "
+                     "outside the theorem's assumptions, under a literal reading or a set-up not the paper's "
+                     "(reported in verdicts.md, counted neither as held nor as findings)")
     if c["other_failed"]:
         why = "; ".join(f"{n} {k}" + (f" ({_WHY_NOT[k]})" if k in _WHY_NOT else "")
                         for k, n in sorted(c["other_reasons"].items(), key=lambda kv: -kv[1]))

@@ -20,7 +20,7 @@ VACUOUS_TIGHTNESS = 0.01
 #: verdicts that are good news for the claim checked (the rest: a significant failure, or no claim).
 OK_VERDICTS = ("holds", "consistent", "matches", "faster than claimed", "private")
 #: verdicts that claim a failure; only ever given when significant.
-FAILED_VERDICTS = ("violated", "inconsistent", "not private at this setting")
+FAILED_VERDICTS = ("violated", "inconsistent", "not (eps, delta)-DP as claimed")
 #: qualifier of a failed row that rests on a literal reading of the paper's typesetting which its
 #: authors would not defend (docs/errata.md says which): reported, never a headline finding.
 LITERAL_READING = "literal reading"
@@ -266,9 +266,26 @@ def row_result(row: Mapping) -> tuple | None:
     return None
 
 
+def _reading(text: str) -> str:
+    """"printed" / "corrected" when ``text`` (a key or a case) names one reading of a formula, else ""."""
+    found = [w for w in ("printed", "corrected") if re.search(rf"\b{w}\b", str(text or ""))]
+    return found[0] if len(found) == 1 else ""
+
+
+def _name(row: Mapping) -> str:
+    return f"{row.get('study', '')}/{row.get('key', '')}/{row.get('case', '')}"
+
+
 def mark_repeats(rows: list[dict]) -> list[dict]:
-    """Set ``repeat_of`` on every row whose ``row_result`` equals an earlier row's of the same study,
-    to that row's name ``"<study>/<key>/<case>"``; others get ``""``.  Returns ``rows``."""
+    """Set ``repeat_of`` on every row that repeats an earlier row's result, to that row's name
+    ``"<study>/<key>/<case>"``; others get ``""``.  Returns ``rows``.
+
+    * Within a study: the same ``row_result`` (one slope checked under two keys, ...).
+    * Across studies, for the privacy ledger: one calibration priced in two studies.
+    * A failed ledger row repeats a failed privacy-calibration row (check kind "privacy") of the
+      same paper and the same reading (printed / corrected) that shares an errata id: the study's
+      calibration check and the ledger price the same formula (e.g. P0 Eq. (5) in ``p0_thm4_sigma``
+      and the ledger's rows for every study that uses it)."""
     first: dict = {}
     for row in rows:
         study = row.get("study", "")
@@ -276,9 +293,20 @@ def mark_repeats(rows: list[dict]) -> list[dict]:
         row["repeat_of"] = ""
         if res is None:
             continue
-        k = (study, res)
+        k = res if row.get("check_kind") == "privacy ledger" else (study, res)
         if k in first:
             row["repeat_of"] = first[k]
         else:
-            first[k] = f"{study}/{row.get('key', '')}/{row.get('case', '')}"
+            first[k] = _name(row)
+    calib = [r for r in rows if r.get("check_kind") == "privacy" and r.get("verdict") in FAILED_VERDICTS
+             and _reading(r.get("key"))]
+    for row in rows:
+        if row.get("check_kind") != "privacy ledger" or row["repeat_of"] or row.get("verdict") not in FAILED_VERDICTS:
+            continue
+        ids = set(str(row.get("errata_ids") or "").split())
+        for c in calib:
+            if (c.get("paper") == row.get("paper") and _reading(c.get("key")) == _reading(row.get("case"))
+                    and ids & set(str(c.get("errata_ids") or "").split())):
+                row["repeat_of"] = _name(c)
+                break
     return rows

@@ -166,7 +166,7 @@ def test_headline_rule_and_repeats():
     assert all(is_headline(r) for r in rows)   # a repeat is a headline row of the same finding
     assert not is_headline(dict(base, can_fail=False)) and not is_headline(dict(base, can_fail="False"))
     assert not is_headline(dict(base, verdict="matches")) and not is_headline(dict(base, data="stand-in"))
-    ledger = {"study": "p", "check_kind": "privacy ledger", "key": "L", "verdict": "not private at this setting"}
+    ledger = {"study": "p", "check_kind": "privacy ledger", "key": "L", "verdict": "not (eps, delta)-DP as claimed"}
     led = mark_repeats([dict(ledger, case="alg, n=16, T=256, delta=0.001, eps=1"),
                         dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=1"),
                         dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=3")])
@@ -210,3 +210,105 @@ def test_toward_zero_swaps_the_sides_of_the_band():
     assert check_rate(x, y, 1.0, toward="zero").verdict == "matches"
     with pytest.raises(ValueError, match="toward"):
         check_rate(x, y, 0.5, toward="sideways")
+
+
+# ---- a match must be able to tell the claim from no learning -----------------------------------
+
+def test_a_match_that_a_flat_curve_would_get_too_is_not_support():
+    """P3 Thm 3 with alpha ~ 1/sqrt(n): the claimed n^-1/4 average regret, but the bound's own
+    expression is nearly flat (slope ~ -0.01) over the range, so the band reaches slope 0 and a
+    curve without any decay "matches".  Such a row cannot discriminate; the same measured curve
+    against an expression that really decays (band -0.5..-0.4) is a test that can fail."""
+    n = np.geomspace(100, 6400, 6)
+    flat_expr = n ** -0.008                                    # the expression's own slope here
+    y = _reps(n, n ** -0.012, sd=0.1, R=100)
+    v = check_rate(n, y, -0.25, bound_values=flat_expr)
+    half = max(v.slope_upper - v.slope, v.slope - v.slope_lower)
+    assert half > 0.008                 # precondition: a flat curve's CI would reach the band
+    assert (v.verdict, v.qualifier, v.can_fail) == ("inconclusive", "cannot discriminate", False)
+    assert "trivial slope 0" in v.power_note
+    decaying = check_rate(n, _reps(n, n ** -0.45, sd=0.01), -0.5, bound_values=n ** -0.4)
+    assert decaying.verdict == "matches" and decaying.can_fail is True
+
+
+def test_a_cumulative_regret_match_at_slope_one_is_not_support():
+    """A regret claimed O(n^3/4) whose expression grows like n^0.99 over the range: linear regret
+    (the trivial rate of a bounded loss) matches too, with trivial_slope = 1; a regret growing
+    like n^0.6 against an expression of slope 0.7 can be told from linear growth."""
+    n = np.geomspace(100, 6400, 6)
+    y = _reps(n, n ** 0.97, sd=0.1, R=100)
+    v = check_rate(n, y, 0.75, bound_values=n ** 0.99, trivial_slope=1.0)
+    assert max(v.slope_upper - v.slope, v.slope - v.slope_lower) > 0.01
+    assert (v.verdict, v.can_fail) == ("inconclusive", False) and "trivial slope 1" in v.power_note
+    ok = check_rate(n, _reps(n, n ** 0.65, sd=0.01), 0.6, bound_values=n ** 0.7, trivial_slope=1.0)
+    assert ok.verdict == "matches" and ok.can_fail is True
+
+
+def test_below_a_bound_that_does_not_decay_is_not_pre_asymptotic():
+    """P4 Thm 3(a) at eps = 4: the explicit term 3 eta sigma^2 d grows with n (eta grows, sigma^2
+    is bounded below), so a flat measure below it is no sign of a pre-asymptotic shape: the row stays
+    "inconsistent".  Below an explicit bound that decays faster than the claim (Thm 6(a)'s eta ~
+    n^-1/2), the same flat curve is "inconclusive (shape: pre-asymptotic)", and the note says where
+    the two curves would meet."""
+    n = np.geomspace(200, 3200, 5)
+    y = _reps(n, 0.05 * n ** -0.04, sd=0.01)
+    growing = 10.0 * n ** 0.25
+    v = check_rate(n, y, -0.5, explicit_bound=growing)
+    assert v.verdict == "inconsistent" and "says nothing about the claimed rate" in " ".join(v.notes)
+    decaying = 30.0 * n ** -0.6
+    w = check_rate(n, y, -0.5, explicit_bound=decaying)
+    assert (w.verdict, w.qualifier) == ("inconclusive", SHAPE_PRE_ASYMPTOTIC)
+    note = " ".join(w.notes)
+    assert "would reach the curve near x = " in note
+    x_meet = float(note.split("near x = ")[1].split(":")[0])
+    # independent check: 0.05 x^-0.04 = 30 x^-0.6  <=>  x = (600)^(1/0.56)
+    assert x_meet == pytest.approx(600 ** (1 / 0.56), rel=0.25)
+
+
+# ---- the same finding once: a calibration checked in a study and priced by the ledger ----------
+
+def test_ledger_rows_repeat_the_calibration_row_they_price_across_studies():
+    calib = {"study": "p0_thm4_sigma", "key": "P0.Thm4.sigma2.printed", "case": "printed", "paper": "P0",
+             "check_kind": "privacy", "verdict": "violated", "errata_ids": "P0-E2"}
+    led1 = {"study": "p0_thm4_sigma", "key": "P0.ledger.p0_alg2", "paper": "P0", "check_kind": "privacy ledger",
+            "case": "p0_alg2, Eq.(5) printed, n=24, T=576, delta=0.001, eps=3",
+            "verdict": "not (eps, delta)-DP as claimed", "errata_ids": "P0-E11 P0-E2"}
+    led2 = dict(led1, study="p0_thm5_private", case="p0_alg2, Eq.(5) printed, n=16, T=256, delta=0.001, eps=3")
+    other = dict(led1, case="p0_alg2, Eq.(5) corrected, n=24, T=576, delta=0.001, eps=3")   # another reading
+    rows = mark_repeats([calib, led1, led2, other])
+    assert led1["repeat_of"] == "p0_thm4_sigma/P0.Thm4.sigma2.printed/printed"
+    assert led2["repeat_of"] == "p0_thm4_sigma/P0.ledger.p0_alg2/" + led1["case"]
+    assert other["repeat_of"] == "" and calib["repeat_of"] == ""
+    from stabsim.report_findings import finding_groups, finding_line
+
+    groups = finding_groups([dict(r, can_fail=True) for r in rows])
+    printed = [g for g in groups if g["key"] == "P0.Thm4.sigma2.printed"]
+    assert len(printed) == 1 and len(printed[0]["rows"]) == 3
+    assert printed[0]["errata_ids"] == "P0-E11 P0-E2"       # the union over the finding's rows
+
+
+def test_finding_line_leads_with_the_first_failing_eps():
+    from stabsim.report_findings import eps_span
+
+    rows = [{"case": f"p0_alg2, corrected, eps={e}"} for e in (1000, 10, 30)]
+    assert eps_span(rows) == "fails from eps = 10 (3 values up to 1000)"
+    assert eps_span([{"case": "eps=4.0"}]) == ""
+
+
+def test_rows_outside_the_assumptions_are_neither_support_nor_findings():
+    from stabsim.analyses.p3_rates import outside_eps_range
+    from stabsim.applicability import OUTSIDE
+    from stabsim.report_findings import headline_counts, ok_count_line
+
+    n = np.geomspace(200, 3200, 5)
+    v = check_rate(n, _reps(n, n ** -1.0, sd=0.01), -0.5)
+    assert v.verdict == "faster than claimed"
+    out = outside_eps_range(v, 16.0)
+    assert out.qualifier == OUTSIDE and out.verdict == v.verdict
+    assert outside_eps_range(v, 1.0) is v
+    rows = [{"check_kind": "rate", "verdict": "faster than claimed", "qualifier": OUTSIDE, "can_fail": True},
+            {"check_kind": "rate", "verdict": "matches", "qualifier": "", "can_fail": True},
+            {"check_kind": "rate", "verdict": "inconsistent", "qualifier": OUTSIDE, "can_fail": True}]
+    assert ok_count_line(rows, {"rate": "rate claims"}, ["rate"]) == "rate claims 1/1"
+    c = headline_counts(rows)
+    assert c["findings"] == 0 and c["held_apart"] == 1 and c["other_failed"] == 1

@@ -17,8 +17,8 @@ Failure events (P0, P1): the sensitivity bound holds with probability >= 1 - del
 algorithm's indices, so the Gaussian part is accounted at delta/2 and the failure probability
 delta/2 is added back (total delta), as the papers' proofs do.
 
-Verdict of a row: "private" iff the exact eps bought <= the target eps, else "not private at
-this setting" with the reason.  ``sigma_ratio`` = sigma used / sigma needed (> 1: more noise
+Verdict of a row: "private" iff the exact eps bought <= the target eps, else "not (eps, delta)-DP
+as claimed" with the reason (the mechanism is still DP, at the larger eps it buys).  ``sigma_ratio`` = sigma used / sigma needed (> 1: more noise
 than needed).
 """
 
@@ -46,7 +46,7 @@ __all__ = [
     "not_private_reason",
 ]
 
-PRIVATE, NOT_PRIVATE = "private", "not private at this setting"
+PRIVATE, NOT_PRIVATE = "private", "not (eps, delta)-DP as claimed"
 _REL = 1e-9   # tolerance of "bought <= target" (root-finding noise only)
 
 

@@ -69,19 +69,24 @@ def lem4_rademacher_linear(*, t, D, kappa):
     return 2 * D * kappa / np.sqrt(t)
 
 
+#: the AUC-hinge claim is not Lemma 4 itself but the note that follows it ("in the case of (10), it is
+#: easy to check R_t(l o H) <= 4 G D kappa/sqrt(t) by Ledoux-Talagrand").
+_LEM4_NOTE = dict(_LEM4, ref="note after Lemma 4, loss (10)")
+
+
 @_p0(key="P0.Lem4.rademacher_auc_hinge.printed", variant="printed",
-     reading="as printed: 4 G D kappa / sqrt(t)", **_LEM4)
+     reading="as printed: 4 G D kappa / sqrt(t)", **_LEM4_NOTE)
 def lem4_rademacher_auc_hinge_printed(*, t, D, kappa, G):
-    """P0 Lemma 4 remark, as printed: for the AUC hinge loss (10), R_t(l o H) <= 4 G D kappa / sqrt(t)."""
+    """P0, the note after Lemma 4, as printed: for the AUC hinge loss (10), R_t(l o H) <= 4 G D kappa / sqrt(t)."""
     t, D, kappa, G = named(t=t, D=D, kappa=kappa, G=G)
     return 4 * G * D * kappa / np.sqrt(t)
 
 
 @_p0(key="P0.Lem4.rademacher_auc_hinge.corrected", variant="corrected",
      reading="corrected per errata P0-E14: the contraction uses the scalar hinge's Lipschitz constant 1, "
-             "4 D kappa / sqrt(t)", **_LEM4)
+             "4 D kappa / sqrt(t)", **_LEM4_NOTE)
 def lem4_rademacher_auc_hinge_corrected(*, t, D, kappa):
-    """P0 Lemma 4 remark with contraction constant 1 (P0-E14): R_t(l o H) <= 4 D kappa / sqrt(t)."""
+    """P0, the note after Lemma 4, with contraction constant 1 (P0-E14): R_t(l o H) <= 4 D kappa / sqrt(t)."""
     t, D, kappa = named(t=t, D=D, kappa=kappa)
     return 4 * D * kappa / np.sqrt(t)
 
