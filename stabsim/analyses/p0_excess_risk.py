@@ -310,6 +310,25 @@ def _rate_row_explanation(v, saturated, ratio, exponent, private, sig, Rball):
     return expl
 
 
+def _explicit_key(rate_key: str) -> str:
+    """The explicit bound an O~ private rate is read from: Thm 5 (Cor 2 is Thm 5 for the AUC hinge), same reading."""
+    return "P0.Thm5.excess." + ("printed" if rate_key.endswith(".printed") else "corrected")
+
+
+def _explicit_shape(rate_key: str, s, sig, spec):
+    """The explicit Theorem 5 bound over the sweep (its log factors are what the O~ rate hides), or
+    None when it cannot be evaluated (not positive and finite)."""
+    from ..theory import get
+
+    try:
+        b = get(_explicit_key(rate_key))(T=s.T, n=s.ns, eta=s.eta, G=s.G, M=s.M, D=2 * s.Rball, gamma=s.gamma,
+                                         delta=spec.sections["p0"]["delta"], sigma=sig, d=s.dim, rad_avg=s.rad_W)
+    except (KeyError, ValueError, TypeError):
+        return None
+    b = np.asarray(b, dtype=float)
+    return b if (b.shape == np.shape(s.ns) and np.all(np.isfinite(b)) and np.all(b > 0)) else None
+
+
 def _rates(res, s, spec, sig):
     """The RATE claims (P0 Thm 2 / 3 / 5, Cor 1 / 2): the log-log slope in n of the replicate-mean
     excess risk (of w_priv for the private claims) vs the theorem's nominal exponent."""
@@ -336,8 +355,13 @@ def _rates(res, s, spec, sig):
         if np.any(y.mean(0) <= 0):
             res.notes.append(f"{k}: mean excess risk <= 0 at some n; no log-log slope")
             continue
+        shape = _explicit_shape(k, s, sig, spec) if private else None
+        if shape is not None:
+            notes.append("the band's slow end is the log-log slope of the explicit Theorem 5 bound ("
+                         + _explicit_key(k) + ") at the study's T, eta, sigma and delta: the factors the O~ hides")
         v = check_rate(ns, y, exponent, "upper", key=k, quantity="excess_risk_quantile", paired=False,
-                       bound_values=expr, notes=notes, log_factors=logf)
+                       bound_values=expr, shape_values=shape, explicit_bound=shape, notes=notes,
+                       log_factors=logf)
         saturated, ratio = noise_saturation(sig, dim, Rball) if private else (False, math.nan)
         if saturated:
             v = v.relabel("inconclusive", SHAPE_SATURATED, note=(
