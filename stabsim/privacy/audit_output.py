@@ -345,8 +345,9 @@ class KnownRandomnessReport:
     ratio_max, frac_above, frac_above_upper  sup_xi ||v|| / Delta, the fraction of sequences above 1 and its
                        Clopper-Pearson upper bound; gamma: the failure probability the bound may spend.
     violated           the sensitivity bound fails on more than a fraction gamma of the sequences (one-sided
-                       Clopper-Pearson lower bound above gamma; strict for P3), mu_lower > mu_cal, or the
-                       rebuilt release does not match the implementation's.
+                       Clopper-Pearson lower bound above gamma; strict for P3), mu_lower > mu_cal, the
+                       rebuilt release does not match the implementation's, or (noise_scale = 1) s_upper < 1:
+                       the release carries less noise than the calibrated sigma its record states.
     detected           (noise_scale < 1) mu_lower > mu_max: the noise-scaled algorithm provably has a worse
                        trade-off curve than the calibrated one on this instance (eps_lower >= eps_calibrated).
     """
@@ -423,7 +424,9 @@ def known_randomness_report(algorithm, sc: KnownRandomnessScores, *, eps, delta,
     frac_lo = 0.0 if above == 0 else 1.0 - clopper_pearson_upper(R - above, R, a)
     sens_fail = frac_lo > gamma if gamma > 0 else above > 0
     mism = sc.release_mismatch > MISMATCH_TOL * max(1.0, sc.sigma_paper)
-    violated = bool(sens_fail or mu_lower > sc.mu_cal or mism)
+    # the release carries significantly less noise than the calibrated sigma (only at noise_scale = 1 a claim)
+    noise_short = noise_scale == 1.0 and s_up < 1.0
+    violated = bool(sens_fail or mu_lower > sc.mu_cal or mism or noise_short)
     # the calibrated algorithm is exactly mu_max-GDP on this instance (this adversary); the audit proves
     # mu >= mu_lower: a trade-off curve strictly below the calibrated one's (compared in mu, the whole
     # curve, not at one delta, where eps is 0 for every mu below about delta/0.4)
