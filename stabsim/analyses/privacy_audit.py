@@ -98,10 +98,11 @@ def _with_power(rows):
     noise scaled down on purpose) is detected; without one it is "inconclusive (no power at this
     design)" rather than "consistent", and cannot fail.  SANITY rows are the power checks
     themselves: never findings (``can_fail`` False), detected or not."""
-    sanity = [v for v, _, _ in rows if v.tag == "SANITY"]
-    detected = any(v.verdict == "holds" for v in sanity)
     out = []
     for v, expl, label in rows:
+        # power is per threat model: a known-randomness SANITY row says nothing of the final-output audit
+        sanity = [s for s, _, _ in rows if s.tag == "SANITY" and _threat(s) == _threat(v)]
+        detected = any(s.verdict == "holds" for s in sanity)
         if v.tag == "SANITY":
             v = v.uninformative("a power check of the audit (the noise scaled down on purpose), not a claim of the paper")
         elif not sanity:
@@ -117,6 +118,12 @@ def _with_power(rows):
                     "down, so 'consistent' would say nothing")
         out.append((v, expl, label))
     return out
+
+
+def _threat(v):
+    """The threat model a row's first note names ("" if none)."""
+    first = v.notes[0] if v.notes else ""
+    return first.split()[2] if first.startswith("threat model:") and len(first.split()) > 2 else ""
 
 
 def _f(v):
@@ -140,6 +147,15 @@ def check_audit(spec, ds) -> CheckResult:
     fig, axes = plt.subplots(len(slices), 2, figsize=(9, 3.4 * len(slices)), squeeze=False)
     rows = []
     for (label, params, sub), ax in zip(slices, axes):
+        if params["audit"]["threat_model"] == "known_randomness":
+            from .privacy_audit_known import draw_known, known_measured, known_report, known_row
+
+            rep, sc = known_report(spec, params, sub)
+            v, expl = known_row(rep, label)
+            rows.append((v, expl, label or f"noise x{params['audit']['noise_scale']:g}"))
+            draw_known(ax, rep, sc, label)
+            res.measured[f"audit ({label or 'cell'})"] = known_measured(rep)
+            continue
         rep = _report(spec, params, sub)
         v, expl = _row(rep, label)
         rows.append((v, expl, label or f"noise x{params['audit']['noise_scale']:g}"))
@@ -159,7 +175,10 @@ def check_audit(spec, ds) -> CheckResult:
                      "the exact GDP bound, Bonferroni over the two) exceeds it; "
                      "tightness = GDP-fit bound / accountant eps, 'best lower / bound' = Clopper-Pearson bound / "
                      "accountant eps.  SANITY rows scale the noise down and ask whether the audit detects the broken "
-                     "claim.  Designs and threat models: docs/privacy.md, 'Audits'.")
+                     "claim.  Known-randomness rows (output perturbation; stabsim.privacy.audit_output): the "
+                     "adversary knows the indices, the release is an exact Gaussian shift; AUDIT checks the measured "
+                     "worst-case sensitivity against the paper's Delta, SANITY whether the scaled-down noise is seen.  "
+                     "Power is judged per threat model.  Designs and threat models: docs/privacy.md, 'Audits'.")
     return res
 
 

@@ -188,9 +188,10 @@ def _phase_averages(config, tw, start, nk, eta_k, Tk, sk, W, Wp):
 def _phases(config, tw, sched, blocks, W, Wp, independent_noise, ns):
     """Run the K phases of P1 Alg. 3 from (W, Wp) on S and S'.
 
-    Returns (w_K, w'_K, k_phase, dist_avg, dist_out, outs_all): the final outputs, the phase
-    holding each replicate's replaced example (0: unused), ||wbar_k - wbar'_k|| and
-    ||w_k - w'_k|| per phase, and the phase outputs w_k.  Skipped phases (n_k < 2) keep
+    Returns (w_K, w'_K, k_phase, dist_avg, dist_out, outs_all, avgs_all): the final outputs, the
+    phase holding each replicate's replaced example (0: unused), ||wbar_k - wbar'_k|| and
+    ||w_k - w'_k|| per phase, the phase outputs w_k and the noise-free phase averages wbar_k
+    (what the known-randomness audit, :mod:`stabsim.privacy.audit_output`, needs).  Skipped phases (n_k < 2) keep
     w_k = w_{k-1}.  u_k = normal numbers (T_k+1)p.. of STREAM_NOISE under phase_seed(seed, k)
     (STREAM_NOISE_PRIME on S' when ``independent_noise``), sigma_k times ``ns``.
     """
@@ -199,6 +200,7 @@ def _phases(config, tw, sched, blocks, W, Wp, independent_noise, ns):
     dist_avg = np.full((R, K), np.nan)
     dist_out = np.full((R, K), np.nan)
     outs_all = np.zeros((R, K, 2, p))
+    avgs_all = np.zeros((R, K, 2, p))
     for (k, start, nk, skipped), ph in zip(blocks, sched.phases):
         inside = (tw.kidx >= start) & (tw.kidx < start + nk)
         k_phase[inside] = k
@@ -206,10 +208,12 @@ def _phases(config, tw, sched, blocks, W, Wp, independent_noise, ns):
             dist_avg[:, k - 1] = np.linalg.norm(W - Wp, axis=1)
             dist_out[:, k - 1] = dist_avg[:, k - 1]
             outs_all[:, k - 1, 0], outs_all[:, k - 1, 1] = W, Wp
+            avgs_all[:, k - 1, 0], avgs_all[:, k - 1, 1] = W, Wp
             continue
         Tk = ph.steps
         sk = np.int64(phase_seed(tw.seed, k))
         wbar, wbarp = _phase_averages(config, tw, start, nk, ph.eta_k, Tk, sk, W, Wp)
+        avgs_all[:, k - 1, 0], avgs_all[:, k - 1, 1] = wbar, wbarp
         start_noise = (Tk + 1) * p
         u = gaussian_rows(sk, tw.reps, rng.STREAM_NOISE, start_noise, p)
         up = gaussian_rows(sk, tw.reps, rng.STREAM_NOISE_PRIME, start_noise, p) if independent_noise else u
@@ -220,13 +224,13 @@ def _phases(config, tw, sched, blocks, W, Wp, independent_noise, ns):
         dist_avg[:, k - 1] = np.linalg.norm(wbar - wbarp, axis=1)
         dist_out[:, k - 1] = np.linalg.norm(W - Wp, axis=1)
         outs_all[:, k - 1, 0], outs_all[:, k - 1, 1] = W, Wp
-    return W, Wp, k_phase, dist_avg, dist_out, outs_all
+    return W, Wp, k_phase, dist_avg, dist_out, outs_all, avgs_all
 
 
 def _dataset(config, tw, sched, blocks, ns, run, independent_noise):
     """The output Dataset of P1 Alg. 3 (before w_priv): per-phase distances and outputs,
     ``k``/``k_phase`` and the schedule (n_k, block_start, eta_k, steps_k, sigma_k, skipped)."""
-    _, _, k_phase, dist_avg, dist_out, outs_all = run
+    _, _, k_phase, dist_avg, dist_out, outs_all, avgs_all = run
     n, d = tw.X.shape
     phases = np.arange(1, sched.K + 1)
     return xr.Dataset(
@@ -236,6 +240,8 @@ def _dataset(config, tw, sched, blocks, ns, run, independent_noise):
                         {"long_name": "||w_k - w'_k|| (after the noise)"}),
          "phase_output": (("replicate", "phase", "run", "param"), outs_all,
                           {"long_name": "w_k on S and S'"}),
+         "phase_average": (("replicate", "phase", "run", "param"), avgs_all,
+                           {"long_name": "wbar_k on S and S' (phase output before the noise)"}),
          "k": ("replicate", tw.kidx, {"long_name": "index of the replaced example"}),
          "k_phase": ("replicate", k_phase,
                      {"long_name": "phase whose block S_k holds the replaced example (0: unused)"})},
