@@ -19,8 +19,8 @@ The measured side is the estimator of ``stabsim.measures`` named by the bound's 
 (``uas_mean`` for UAS in expectation: E||A_t(S) - A_t(S')|| with a Student t CI over replicates;
 ``measure=`` picks another, e.g. ``"uas_quantile"`` with ``gamma=``).  EXPLICIT / EXPLICIT-DD
 bounds are judged by ``stabsim.verdicts.check_bound`` (the measure's CI below the bound at every
-coordinate: *holds*; significantly above at one after Holm's correction: *violated*), with the
-diameter D as the trivial bound of a distance.
+coordinate: *holds*; significantly above at one after Holm's correction: *violated*), with
+min(D, 2 eta G t) as the trivial bound of a distance between the coupled runs (``_trivial_distance``).
 
 **A sweep** is a list of Datasets that differ in one parameter (``x``, default: the one attribute
 among ``n``, ``eta``, ``T``, ``d``, ``sigma``, ``seed`` that differs), or a Dataset with a dim
@@ -130,6 +130,18 @@ def _run_values(ds: xr.Dataset, X, kappa, constants, gamma) -> tuple[dict, float
     return vals, D
 
 
+def _trivial_distance(vals: dict, t) -> np.ndarray | float | None:
+    """The largest distance two coupled runs can reach by step t whatever the data: min(D, 2 eta G t)
+    (each step moves either run by at most eta G, and the projection onto W is 1-Lipschitz); None
+    when neither is known (an unbounded W and a step-size schedule)."""
+    D = vals.get("D")
+    eta, G = vals.get("eta"), vals.get("G")
+    walk = None if (eta is None or G is None) else 2.0 * float(eta) * float(G) * np.asarray(t, dtype=float)
+    if walk is None:
+        return D
+    return walk if D is None else np.minimum(walk, D)
+
+
 def _split_sweep(data, x: str | None) -> tuple[list, str | None]:
     """A list of single-run Datasets and the swept parameter (None for one run along t)."""
     if isinstance(data, xr.Dataset):
@@ -189,7 +201,7 @@ def _evaluate(data, bounds, *, x, measure, var, gamma, X, kappa, constants, rate
         m = _measure(ds, mname, var, gamma)
         vals, D = _run_values(ds, X, kappa, constants, gamma)
         vals["t"] = m["t"].values.astype(float)
-        triv = D if m.attrs.get("quantity") in _DISTANCE_QUANTITIES else None
+        triv = _trivial_distance(vals, vals["t"]) if m.attrs.get("quantity") in _DISTANCE_QUANTITIES else None
         curves, verdicts = _call(lambda: bound_verdicts(m, bounds_reg, vals, "t", trivial_bound=triv))
         return _Judged(m, curves, verdicts, "t")
     # a sweep: each run at its last checkpoint, along the swept parameter
@@ -215,8 +227,11 @@ def _evaluate(data, bounds, *, x, measure, var, gamma, X, kappa, constants, rate
         vals_b = [_call(lambda v=v: float(np.asarray(_bound_values(b, v, (1,)))[0])) for v in bvals]
         curves.append((b, np.asarray(vals_b)))
     if not is_rate:
-        D = bvals[0].get("D")
-        triv = D if m.attrs.get("quantity") in _DISTANCE_QUANTITIES else None
+        triv = (np.array([_trivial_distance(v, v["t"]) if _trivial_distance(v, v["t"]) is not None else np.inf
+                          for v in bvals], dtype=float)
+                if m.attrs.get("quantity") in _DISTANCE_QUANTITIES else None)
+        if triv is not None and not np.all(np.isfinite(triv)):
+            triv = None
         from .verdicts import check_bound
         verdicts = [check_bound(m, vb, b.tag, key=b.key, trivial_bound=triv) for b, vb in curves]
         return _Judged(m, curves, verdicts, xdim)
