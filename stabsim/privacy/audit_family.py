@@ -76,6 +76,10 @@ FAMILY_ASSUMPTION = (
     "rho unknown; eps from the exact T-fold Poisson-subsampled Gaussian PLD (optimistic discretisation); "
     "rho bounded by normal (CLT) intervals on the mean path log-likelihood ratio on S and on S'")
 
+#: noise multipliers below this are converted at this value (a smaller eps: still a lower bound; the
+#: PLD of a nearly noiseless step needs a huge support)
+Z_FLOOR = 0.3
+
 #: the algorithms whose design has an exact conversion rho -> eps(delta) here
 FAMILY_ALGORITHMS = ("p4_alg1",)
 
@@ -241,6 +245,7 @@ def family_fit(s0, s1, mixture: StepMixture, *, delta, confidence=0.95,
     if rmin > rmax:
         rmax = rmin = eps = None
     else:
-        eps = poisson_gaussian_epsilon(round(rmax * mixture.z_rec, 10), mixture.q, mixture.T, delta)
+        # eps decreases in z, so flooring z at Z_FLOOR keeps a lower bound (and the PLD's support small)
+        eps = poisson_gaussian_epsilon(round(max(rmax * mixture.z_rec, Z_FLOOR), 10), mixture.q, mixture.T, delta)
     return FamilyFit(eps, rmax, rmin, mu0, se0, mu1, se1, float(p0[0]), float(p1[0]), c, confidence,
                      delta, mixture.z_rec, mixture.q, mixture.T)
