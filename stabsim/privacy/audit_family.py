@@ -234,7 +234,8 @@ def family_fit(s0, s1, mixture: StepMixture, *, delta, confidence=0.95,
     se0, se1 = float(s0.std(ddof=1) / math.sqrt(s0.size)), float(s1.std(ddof=1) / math.sqrt(s1.size))
     grid = np.geomspace(lo_r, hi_r, 200)
     g0, g1 = family_means(mixture, grid)
-    if np.any(np.diff(g0) < 0) or np.any(np.diff(g1) < 0):   # (convex lambda: never, for Alg. 1's design)
+    tol = 1e-9 * (1.0 + np.abs(np.concatenate([g0, g1])).max())   # rounding of the quadrature
+    if np.any(np.diff(g0) < -tol) or np.any(np.diff(g1) < -tol):   # (convex lambda: never, for Alg. 1's design)
         raise ValueError("the family's means are not increasing in rho for this design; no interval fit")
     ints = []
     for k, (mu, se) in enumerate(((mu0, se0), (mu1, se1))):

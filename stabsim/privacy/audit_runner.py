@@ -490,7 +490,10 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
     if sc.mixture is not None:
         from .audit_family import family_fit
 
-        rep.family = family_fit(s0, s1, sc.mixture, delta=delta, confidence=confidence).as_dict()
+        try:
+            rep.family = family_fit(s0, s1, sc.mixture, delta=delta, confidence=confidence).as_dict()
+        except ValueError as e:   # the fit is an extra estimator: its failure never stops the audit
+            rep.notes.append(f"no subsampled-Gaussian family fit: {e}")
     if violation:
         msg = (f"PRIVACY VIOLATION FOUND: {algorithm} claims ({eps:g}, {delta:.3g})-DP but the "
                f"audit proves eps >= {res.eps_lower:.4g} with confidence {confidence:g} "
