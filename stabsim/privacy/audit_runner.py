@@ -123,6 +123,13 @@ class AuditReport:
     gdp_exact: bool = False              # the trade-off curve is exactly Gaussian (GDP fit exact)
     scores: tuple | None = field(default=None, repr=False)   # (scores on S, scores on S')
     backend: str = "cpu"                 # where the runs' run_twin ran (stabsim.backend)
+    family: dict | None = None           # :class:`~stabsim.privacy.audit_family.FamilyFit` as a dict (P4 Alg. 1)
+
+    @property
+    def eps_lower_family(self) -> float | None:
+        """eps(delta) lower bound of the subsampled-Gaussian family fit (:mod:`stabsim.privacy.audit_family`),
+        valid only under its stated assumption (``family["assumption"]``); None where not fitted or rejected."""
+        return None if self.family is None else self.family["eps_lower"]
 
     @property
     def eps_lower_gdp(self) -> float | None:
@@ -147,6 +154,11 @@ class AuditReport:
         gdp = "" if self.gdp is None else (
             f" | GDP fit: mu >= {self.gdp['mu_lower']:.4g} -> eps >= {self.gdp['eps_lower']:.4g}"
             f"{' (exact: Gaussian trade-off)' if self.gdp_exact else ' (if the trade-off is Gaussian)'}")
+        if self.family is not None:
+            fam = self.family
+            gdp += (" | family fit (assumes the subsampled-Gaussian family): " +
+                    ("rejected by the data (no bound)" if fam["eps_lower"] is None else
+                     f"noise factor <= {fam['rho_max']:.4g} -> eps >= {fam['eps_lower']:.4g}"))
         return (f"audit {self.algorithm} [{self.threat_model}]: eps_lower={self.eps_lower:.4g} (confidence "
                 f"{self.confidence:g}, {self.replicates} runs per data set) | claimed eps="
                 f"{self.eps_claimed:g}, delta={self.delta:.3g} | accountant eps (pld)="
@@ -336,6 +348,7 @@ class AuditScores:
     statistic: str
     canary: Canary
     notes: list
+    mixture: object = None   # audit_family.StepMixture of the every-iterate design (P4 Alg. 1), else None
 
 
 def audit_scores(algorithm, X, y, *, eps, delta, replicates, seed=0, canary="auto", statistic="auto",
@@ -381,12 +394,31 @@ def audit_scores(algorithm, X, y, *, eps, delta, replicates, seed=0, canary="aut
         kw["w0"] = w0 = np.asarray(w0, float).ravel()
         record = palg.calibration_record(fn(Xc, yc, replicates=ids[:1], **common, **kw))
         s0, s1, stat = _every_iterate_scores(algorithm, record, Xc, yc, can, lossf, kw, ids, seed, w0)
+        mixture = _family_mixture(algorithm, record, Xc, yc, can, lossf, w0, notes)
     else:
         ds = fn(Xc, yc, replicates=ids, **common, **kw)
         record = palg.calibration_record(ds)
         W = ds["w_priv"].values
         s0, s1, stat = statistic_scores(statistic, lossf, Xc, yc, can, W[:, 0], W[:, 1])
-    return AuditScores(s0, s1, record, threat_model, stat, can, notes)
+        mixture = None
+    return AuditScores(s0, s1, record, threat_model, stat, can, notes, mixture)
+
+
+def _family_mixture(algorithm, record, X, y, can, lossf, w0, notes):
+    """The step mixture of the family fit (stabsim.privacy.audit_family), or None with a note why not."""
+    from .audit_family import family_fit_available, step_mixture
+
+    why = family_fit_available(algorithm)
+    if why is None:
+        k, xk, yk = can.neighbour
+        X1, y1 = X.copy(), y.copy()
+        X1[k], y1[k] = xk, yk
+        try:
+            return step_mixture(X, y, X1, y1, lossf, w0, float(record["sigma"]), int(record["T"]), float(record["G"]))
+        except ValueError as e:
+            why = str(e)
+    notes.append(f"no subsampled-Gaussian family fit: {why}")
+    return None
 
 
 def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="auto",
@@ -455,6 +487,13 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
                       sc.canary.as_dict(), res, sc.record, seconds, notes,
                       threat_model=sc.threat_model, gdp=gdp.as_dict(), gdp_exact=gdp_exact,
                       scores=(s0, s1), backend=backend)
+    if sc.mixture is not None:
+        from .audit_family import family_fit
+
+        try:
+            rep.family = family_fit(s0, s1, sc.mixture, delta=delta, confidence=confidence).as_dict()
+        except ValueError as e:   # the fit is an extra estimator: its failure never stops the audit
+            rep.notes.append(f"no subsampled-Gaussian family fit: {e}")
     if violation:
         msg = (f"PRIVACY VIOLATION FOUND: {algorithm} claims ({eps:g}, {delta:.3g})-DP but the "
                f"audit proves eps >= {res.eps_lower:.4g} with confidence {confidence:g} "
@@ -489,15 +528,15 @@ def build_parser():
                             "4 = the audit exceeds the accountant's eps at the calibrated noise (a bug in the "
                             "algorithm or the accountant), 2 = bad input.")
     p.add_argument("algorithm", help=f"one of {', '.join(palg.PRIVATE_ALGORITHMS)}")
-    p.add_argument("--data", default="canary-copies",
-                   help="a stabsim.datasets name, 'problem:NAME' (a synthetic problem), 'canary-copies' "
-                        "(n copies of one point, so only the noise can hide the canary) or 'worst-case' (the "
-                        "algorithm's worst-case audit design: data, canary, loss, G, eta, w0; "
-                        "stabsim.privacy.audit_designs)")
+    p.add_argument("--data", default="worst-case",
+                   help="'worst-case' (the algorithm's worst-case audit design: data, canary, loss, G, eta, w0; "
+                        "stabsim.privacy.audit_designs), a stabsim.datasets name, 'problem:NAME' (a synthetic "
+                        "problem) or 'canary-copies' (n copies of one point with the auto canary; refused where "
+                        "the canary changes no gradient)")
     p.add_argument("--threat-model", default="auto", choices=("auto", "every_iterate", "final_output"),
                    help="what the adversary sees: every iterate (gradient-perturbation algorithms; the exact "
                         "path likelihood ratio) or the final output; auto: every iterate where it applies")
-    p.add_argument("--n", type=int, default=200, help="number of examples (canary-copies and problem:NAME)")
+    p.add_argument("--n", type=int, default=200, help="number of examples (worst-case, canary-copies, problem:NAME)")
     p.add_argument("--d", type=int, default=2, help="dimension (canary-copies and problem:NAME)")
     p.add_argument("--eps", type=float, required=True,
                    help="the claimed epsilon (> 0) the noise is calibrated to (required)")
@@ -516,14 +555,40 @@ def build_parser():
     return p
 
 
+def _check_canary_copies(algorithm, X, y, loss=None):
+    """Refuse ``--data canary-copies`` where the canary cannot change anything: a pairwise loss on
+    labels of one sign (no pair of opposite labels, so every AUC-type term is zero) or a canary whose
+    gradient terms equal those of the example it replaces at w = 0."""
+    from .audit_canary import _direction
+
+    fn = palg.PRIVATE_ALGORITHMS.get(algorithm)
+    if fn is None:
+        return
+    lossf = get_loss(loss if loss is not None else _default(fn, "loss"))
+    if lossf.pairwise and lossf.form in (0, 1, 2) and len(np.unique(y)) < 2:   # auc, auc_ordered, ranking
+        raise ValueError(f"--data canary-copies cannot audit {algorithm} with the pairwise loss {lossf.name!r}: "
+                         "n copies of one labelled point have no pair of opposite labels, so the canary "
+                         "changes nothing; use --data worst-case (the default)")
+    can = make_canary(X, y, lossf)
+    _, how = _direction(lossf, X, y, can)
+    if "vanishes" in how:
+        raise ValueError(f"--data canary-copies cannot audit {algorithm} with loss {lossf.name!r}: replacing "
+                         "the example by the canary changes no gradient at w = 0, so only the noise is "
+                         "audited; use --data worst-case (the default)")
+
+
 def main(argv=None) -> int:
     """``stabsim audit ALGORITHM [options]``: command-line front end of ``run_audit``.
 
-    The data are a shipped real data set (``--data diabetes``) or a synthetic problem
-    (``--data problem:auc_separable``, with ``--n`` and ``--d``), or the tight audit design
-    ``--data canary-copies`` (``--n`` copies of one point, so that only the noise can hide the
-    canary), or ``--data worst-case``: the algorithm's worst-case design
-    (:func:`stabsim.privacy.audit_designs.worst_case_design`).  Exit status: 0 = no violation,
+    The data are, by default, the algorithm's worst-case design (``--data worst-case``,
+    :func:`stabsim.privacy.audit_designs.worst_case_design` with ``--n`` examples), or a shipped real
+    data set (``--data diabetes``), a synthetic problem (``--data problem:auc_separable``, with
+    ``--n`` and ``--d``), or ``--data canary-copies`` (``--n`` copies of one point and the auto
+    canary; refused, with the reason, where the canary changes no gradient at w = 0 -- e.g. a
+    pairwise loss on copies with one label, where no pair has opposite labels).  Besides the
+    Clopper-Pearson ``eps_lower`` and the GDP fit, the JSON carries ``eps_lower_family`` and
+    ``family_assumption`` (P4 Alg. 1: :mod:`stabsim.privacy.audit_family`, valid only under that
+    assumption; null elsewhere).  Exit status: 0 = no violation,
     3 = PRIVACY VIOLATION FOUND, 4 = the audit exceeds the accountant's eps at the calibrated
     noise (a bug in the algorithm or the accountant), 2 = bad input.
     """
@@ -549,6 +614,7 @@ def main(argv=None) -> int:
             y = np.ones(a.n) if pointwise else np.where(np.arange(a.n) % 2 == 0, 1.0, -1.0)
             if not pointwise:
                 X = X * y[:, None]
+            _check_canary_copies(a.algorithm, X, y, kw.get("loss"))
         elif a.data.startswith("problem:"):
             from ..synthetic import make_problem
             X, y = make_problem(a.data.split(":", 1)[1], d=a.d).sample(a.n, seed=a.seed)
@@ -576,7 +642,11 @@ def main(argv=None) -> int:
                        "replicates": rep.replicates, "seconds": rep.seconds, "threat_model": rep.threat_model,
                        "gdp": rep.gdp, "gdp_exact": rep.gdp_exact, "accountant_exceeded": rep.accountant_exceeded,
                        "tightness_cp": rep.tightness("cp"), "tightness_gdp": rep.tightness("gdp"),
-                       "backend": rep.backend}, fh, indent=1)
+                       "backend": rep.backend, "eps_lower_family": rep.eps_lower_family,
+                       "family_assumption": None if rep.family is None else rep.family["assumption"],
+                       "tightness_family": (None if rep.eps_lower_family is None or not rep.eps_reference
+                                            else rep.eps_lower_family / rep.eps_reference),
+                       "family": rep.family}, fh, indent=1)
     if rep.violation:
         return 3
     return 4 if (rep.accountant_exceeded and rep.noise_scale == 1.0) else 0
