@@ -35,7 +35,7 @@ from .analyses.base import (ANALYSIS_FILE, CHECK_KINDS, FIGURE_DIR, LITERAL_LEDG
                              _g, analyse, md_table)
 from .report_findings import first_screen, headline_counts, headline_text, row_contradictions  # noqa: F401
 from .report_pages import verdicts_page
-from .verdict_core import FAILED_VERDICTS, LITERAL_READING, is_headline, mark_repeats
+from .verdict_core import FAILED_VERDICTS, LITERAL_READING, PROOF_GAP, is_headline, mark_repeats
 from .verdicts import OK_VERDICTS
 
 __all__ = ["report", "collect", "verdict_rows", "VERDICT_COLUMNS", "write_verdict_table", "count_by_kind",
@@ -475,7 +475,7 @@ EPS_AT_MOST_ONE = ("P3",)
 def _ledger_qualifier(r) -> str:
     """The qualifier of a ledger row that is not private: a literal reading, or outside the paper's
     stated eps range; "" otherwise."""
-    if r.verdict not in FAILED_VERDICTS:
+    if r.verdict not in FAILED_VERDICTS + (PROOF_GAP,):
         return ""
     if (r.paper, r.reading) in LITERAL_LEDGER_READINGS:
         return LITERAL_READING

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .verdict_core import FAILED_VERDICTS, NOT_A_CLAIM_OF_THE_PAPER, OK_VERDICTS
+from .verdict_core import FAILED_VERDICTS, NOT_A_CLAIM_OF_THE_PAPER, OK_VERDICTS, PROOF_GAP
 from .verdict_core import is_headline as core_rule
 
 __all__ = ["is_headline", "headline_counts", "headline_text", "finding_groups", "row_contradictions",
@@ -62,11 +62,28 @@ def _row_ids(row: dict) -> list[str]:
     return ([str(row["id"])] if row.get("id") else []) + names
 
 
-def finding_groups(rows: list[dict]) -> list[dict]:
+_ARGUED_ID = re.compile(r"\bP\d-F\d+\b")
+
+
+def is_argument_erratum(row: dict) -> bool:
+    """A row that documents an erratum of a paper's *argument* rather than a measured contradiction:
+    a calibration the paper's own sensitivity bound does not certify (``PROOF_GAP``), or a curve
+    whose shape the report cannot judge (saturated, floor, pre-asymptotic) while its explanation cites
+    an argued finding ("P4-F1").  Rows outside the assumptions or under a literal reading are not."""
+    if is_headline(row) or not_a_claim(row):
+        return False
+    if row.get("verdict") == PROOF_GAP:
+        return True
+    return (row.get("verdict") == "inconclusive" and str(row.get("qualifier") or "").startswith("shape:")
+            and bool(_ARGUED_ID.search(str(row.get("errata_ids") or ""))))
+
+
+def finding_groups(rows: list[dict], select=None) -> list[dict]:
     """The findings: ``{"paper", "reference", "key", "label", "errata_ids", "rows": [...]}`` in
     order of first appearance; the headline rows of one claim, verdict and errata ids share one,
-    and a row whose ``repeat_of`` names another headline row joins that row's finding."""
-    heads = [r for r in rows if is_headline(r)]
+    and a row whose ``repeat_of`` names another headline row joins that row's finding.
+    ``select``: another predicate than ``is_headline`` (e.g. ``is_argument_erratum``)."""
+    heads = [r for r in rows if (select or is_headline)(r)]
     by_id = {name: r for r in heads for name in _row_ids(r)}
 
     def root(r):
@@ -135,8 +152,10 @@ def headline_counts(rows: list[dict]) -> dict:
     for r in others:
         why = _failed_not_headline_reason(r)
         reasons[why] = reasons.get(why, 0) + 1
+    argued = finding_groups(rows, is_argument_erratum)
     held_apart = sum(1 for r in rows if r.get("verdict") in OK_VERDICTS and not_a_claim(r) and can_fail(r) is not False)
     return {"findings": len(groups), "rows": len(heads), "held_apart": held_apart,
+            "argued": len(argued), "argued_rows": sum(len(g["rows"]) for g in argued),
             "distinct": sum(1 for r in heads if not str(r.get("repeat_of") or "")),
             "uninformative": sum(1 for r in rows if can_fail(r) is False),
             "other_failed": len(others), "other_reasons": reasons,
@@ -262,6 +281,17 @@ def first_screen(rows: list[dict], *, link_errata, kind_titles: dict, kind_order
                      f"{n_rows} row{'s' * (n_rows != 1)})")
         lines += ["  " + finding_line(g, link_errata) for g in mine]
     lines.append("" if groups else "No row contradicts a paper's claim.\n")
+    argued = finding_groups(rows, is_argument_erratum)
+    if argued:
+        lines += ["## Errata of the papers' arguments",
+                  f"**{len(argued)} erratum line{'s' * (len(argued) != 1)} ({c['argued_rows']} rows)**: the paper's own "
+                  "argument does not certify its claim (a calibration priced at the paper's sensitivity bound buys a "
+                  "larger eps than claimed; a rate the paper's proof cannot deliver), but no measurement here "
+                  "contradicts the claim itself: the algorithm may still be private, the curve may still decay. "
+                  "Cite these as errata of the proofs, not as measured failures.", ""]
+        for paper in dict.fromkeys(sorted(g["paper"] for g in argued)):
+            lines += ["- " + finding_line(g, link_errata)[2:] for g in argued if g["paper"] == paper]
+        lines.append("")
     n_vac = sum(1 for r in rows if is_true(r.get("vacuous")))
     assessed = any(can_fail(r) is not None for r in rows)
     lines += ["## What held and what is counted apart",

@@ -108,9 +108,9 @@ def test_privacy_rows_say_private_only_when_the_exact_eps_is_within_the_target(r
     # the settings found to buy more than claimed (exact eps), each marked not private
     def bought(study, pred):
         return [r for r in ledger if r["study"] == study and pred(r["case"])]
-    assert all(r["verdict"] == "not (eps, delta)-DP as claimed" for r in bought("p1_thm10_dp", lambda c: "eps=100" in c))
-    assert all(r["verdict"] == "not (eps, delta)-DP as claimed" for r in bought("p0_thm5_private", lambda c: "eps=1000" in c))
-    assert all(r["verdict"] == "not (eps, delta)-DP as claimed"
+    assert all(r["verdict"] == "not certified by the paper's argument" for r in bought("p1_thm10_dp", lambda c: "eps=100" in c))
+    assert all(r["verdict"] == "not certified by the paper's argument" for r in bought("p0_thm5_private", lambda c: "eps=1000" in c))
+    assert all(r["verdict"] == "not certified by the paper's argument"
                for r in bought("p3_offline_rates", lambda c: "eps=16" in c))
     # P3's approximate rho at eps = 0.5 is private under exact accounting
     p3 = [r for r in rows if r["study"] == "p3_calibration" and r["key"].endswith(".approx") and "eps=0.5" in r["case"]]

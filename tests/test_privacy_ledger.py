@@ -211,7 +211,7 @@ def test_p3_approx_rho_at_eps_half_is_private():
 def test_known_not_private_settings(mech, expected):
     row = L.ledger([mech])[0]
     assert row.eps_bought == pytest.approx(expected, rel=2e-3)
-    assert not row.private and row.verdict == "not (eps, delta)-DP as claimed"
+    assert not row.private and row.verdict == "not certified by the paper's argument"
     assert row.sigma_ratio < 1 and row.reason
 
 
@@ -228,7 +228,7 @@ def test_suite_rows_consistent(tmp_path):
         assert r.private == (r.eps_bought <= r.eps_target * (1 + 1e-9))
         assert (r.sigma_ratio >= 1 - 1e-6) == r.private or abs(r.sigma_ratio - 1) < 1e-6
     md = L.ledger_markdown(rows)
-    assert md.count("\n| P0 |") == 1 and "not (eps, delta)-DP as claimed" in md
+    assert md.count("\n| P0 |") == 1 and "not certified by the paper's argument" in md
     p = L.ledger_figure(rows, tmp_path / "ledger.png")
     assert p.is_file() and p.stat().st_size > 1000
 
@@ -238,7 +238,7 @@ def test_cli_privacy(capsys):
 
     assert main(["privacy", "p1_alg3", "--n", "200", "--eps", "100", "--delta", "0.005"]) == 0
     out = capsys.readouterr().out
-    assert "not (eps, delta)-DP as claimed" in out and "analytic GDP" in out
+    assert "not certified by the paper's argument" in out and "analytic GDP" in out
     assert main(["privacy", "p2_alg1", "--n", "10", "--eps", "1"]) == 2
 
 

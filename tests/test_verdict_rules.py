@@ -17,7 +17,7 @@ import xarray as xr
 
 from stabsim.analyses.base import LITERAL_READINGS, CheckResult
 from stabsim.rates import RATE_RESOLUTION, SHAPE_PRE_ASYMPTOTIC, rate_power, shape_band
-from stabsim.verdict_core import LITERAL_READING, is_headline, mark_repeats
+from stabsim.verdict_core import LITERAL_READING, PROOF_GAP, is_headline, mark_repeats
 from stabsim.verdicts import bound_slope, check_bound, check_rate, fit_slope
 
 
@@ -166,7 +166,7 @@ def test_headline_rule_and_repeats():
     assert all(is_headline(r) for r in rows)   # a repeat is a headline row of the same finding
     assert not is_headline(dict(base, can_fail=False)) and not is_headline(dict(base, can_fail="False"))
     assert not is_headline(dict(base, verdict="matches")) and not is_headline(dict(base, data="stand-in"))
-    ledger = {"study": "p", "check_kind": "privacy ledger", "key": "L", "verdict": "not (eps, delta)-DP as claimed"}
+    ledger = {"study": "p", "check_kind": "privacy ledger", "key": "L", "verdict": "not certified by the paper's argument"}
     led = mark_repeats([dict(ledger, case="alg, n=16, T=256, delta=0.001, eps=1"),
                         dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=1"),
                         dict(ledger, case="alg, n=24, T=576, delta=0.001, eps=3")])
@@ -269,19 +269,21 @@ def test_below_a_bound_that_does_not_decay_is_not_pre_asymptotic():
 
 def test_ledger_rows_repeat_the_calibration_row_they_price_across_studies():
     calib = {"study": "p0_thm4_sigma", "key": "P0.Thm4.sigma2.printed", "case": "printed", "paper": "P0",
-             "check_kind": "privacy", "verdict": "violated", "errata_ids": "P0-E2"}
+             "check_kind": "privacy", "verdict": PROOF_GAP, "errata_ids": "P0-E2"}
     led1 = {"study": "p0_thm4_sigma", "key": "P0.ledger.p0_alg2", "paper": "P0", "check_kind": "privacy ledger",
             "case": "p0_alg2, Eq.(5) printed, n=24, T=576, delta=0.001, eps=3",
-            "verdict": "not (eps, delta)-DP as claimed", "errata_ids": "P0-E11 P0-E2"}
+            "verdict": "not certified by the paper's argument", "errata_ids": "P0-E11 P0-E2"}
     led2 = dict(led1, study="p0_thm5_private", case="p0_alg2, Eq.(5) printed, n=16, T=256, delta=0.001, eps=3")
     other = dict(led1, case="p0_alg2, Eq.(5) corrected, n=24, T=576, delta=0.001, eps=3")   # another reading
     rows = mark_repeats([calib, led1, led2, other])
     assert led1["repeat_of"] == "p0_thm4_sigma/P0.Thm4.sigma2.printed/printed"
     assert led2["repeat_of"] == "p0_thm4_sigma/P0.ledger.p0_alg2/" + led1["case"]
     assert other["repeat_of"] == "" and calib["repeat_of"] == ""
-    from stabsim.report_findings import finding_groups, finding_line
+    from stabsim.report_findings import finding_groups, is_argument_erratum
 
-    groups = finding_groups([dict(r, can_fail=True) for r in rows])
+    rows = [dict(r, can_fail=True) for r in rows]
+    assert not any(is_headline(r) for r in rows)          # a proof gap is never a measured finding
+    groups = finding_groups(rows, is_argument_erratum)
     printed = [g for g in groups if g["key"] == "P0.Thm4.sigma2.printed"]
     assert len(printed) == 1 and len(printed[0]["rows"]) == 3
     assert printed[0]["errata_ids"] == "P0-E11 P0-E2"       # the union over the finding's rows
@@ -312,3 +314,24 @@ def test_rows_outside_the_assumptions_are_neither_support_nor_findings():
     assert ok_count_line(rows, {"rate": "rate claims"}, ["rate"]) == "rate claims 1/1"
     c = headline_counts(rows)
     assert c["findings"] == 0 and c["held_apart"] == 1 and c["other_failed"] == 1
+
+
+def test_a_calibration_priced_at_the_papers_sensitivity_is_a_proof_gap_not_a_finding():
+    """A privacy-calibration check that fails at the paper's own sensitivity bound shows that the
+    argument does not certify the claim; the algorithm may still be private (its true sensitivity
+    can be smaller).  CheckResult turns its "violated" into PROOF_GAP; a bound row stays violated."""
+    from stabsim.verdict_core import Verdict
+
+    res = CheckResult()
+    from stabsim.analyses.base import check_kind
+
+    calib = Verdict(key="P0.Thm4.sigma2.printed", quantity="noise_sigma2", tag="CONDITION", verdict="violated",
+                    n_replicates=1, level=0.95)
+    assert check_kind(calib) == "privacy"
+    out = res.add(calib)
+    assert out.verdict == PROOF_GAP and not out.failed
+    assert "rule verdict: violated" in out.notes          # nothing hidden
+    assert not is_headline({"verdict": out.verdict, "can_fail": True})
+    bound = Verdict(key="P1.Thm4.uas", quantity="uas_mean", tag="EXPLICIT", verdict="violated",
+                    n_replicates=10, level=0.95)
+    assert res.add(bound).verdict == "violated"

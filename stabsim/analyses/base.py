@@ -48,7 +48,7 @@ import numpy as np
 import xarray as xr
 
 from ..store import atomic_write_text
-from ..verdict_core import LITERAL_READING
+from ..verdict_core import LITERAL_READING, PROOF_GAP
 from ..verdicts import OK_VERDICTS, Verdict
 
 __all__ = ["CheckResult", "Check", "CHECKS", "register_check", "get_check", "analyse", "check_name",
@@ -115,6 +115,12 @@ class CheckResult:
                                                      f"the paper's number is context, not a reference value")
         if verdict.failed and verdict.key in LITERAL_READINGS:
             verdict = verdict.relabel(verdict.verdict, LITERAL_READING, note=LITERAL_READINGS[verdict.key])
+        if verdict.verdict == "violated" and check_kind(verdict) == "privacy":
+            # a calibration priced at the paper's own sensitivity bound: a gap in the argument, not a
+            # measured failure of privacy (verdict_core.PROOF_GAP)
+            verdict = verdict.relabel(PROOF_GAP, verdict.qualifier,
+                                      note="priced at the paper's sensitivity bound: the argument does not certify "
+                                           "the claim; whether the algorithm is private is the audits' question")
         i = len(self.verdicts)
         self.verdicts.append(verdict)
         self.data[i] = data

@@ -65,7 +65,7 @@ def _rho_rows(res, c, rho_run):
                    f"(tightness {x_a / eps:.3g}); the loose Lemma 3 conversion would say {e_a:.4g}"], R),
             label=label or None,
             explanation=None if ok else (
-                f"not (eps, delta)-DP as claimed: errata P3-E2, eps/log(1/delta) = {eps / lg:.2f} is not << 1 and "
+                f"not certified by the paper's argument: errata P3-E2, eps/log(1/delta) = {eps / lg:.2f} is not << 1 and "
                 f"the approximation over-states rho by {100 * (rho_a / rho_e - 1):.0f}%; exact eps bought "
                 f"{x_a:.4g} > {eps}; our runs use the exact rho"))
     return rho_e, rho_a
@@ -106,11 +106,11 @@ def _alg1_sigma_rows(res, fig_rows, sub, c, rho_e, rho_a):
             ok = ok and rel <= 1e-9
         expl = None
         if not ok:
-            expl = {"printed": "not (eps, delta)-DP as claimed: errata P3-E1, the printed substitution "
+            expl = {"printed": "not certified by the paper's argument: errata P3-E1, the printed substitution "
                                "(sqrt(log(1/delta)) + eps - sqrt(log(1/delta)))^2 equals eps^2, so sigma_t^2 as "
                                f"printed is {rho_e / eps ** 2:.3g} x the exact one; exact eps bought "
                                f"{x_imp:.4g} > {eps}",
-                    "approx": f"not (eps, delta)-DP as claimed: errata P3-E2, the approximation rho ~ "
+                    "approx": f"not certified by the paper's argument: errata P3-E2, the approximation rho ~ "
                               f"eps^2/(4 log(1/delta)) under-noises by {100 * (1 - rho_e / rho_a):.0f}% in "
                               f"variance (eps/log(1/delta) = {eps / lg:.2f}); exact eps bought {x_imp:.4g} > {eps}",
                     "exact": "our run's sigma_t differs from the exact formula (calibration bug)"}[reading]
@@ -139,7 +139,7 @@ def _alg3_sigma_row(res, fig_rows, sub, c):
              f"(tightness {x_off / eps:.3g})"]
     expl = None
     if not ok:
-        expl = (("not (eps, delta)-DP as claimed: classical Gaussian formula sigma = Delta sqrt(2 ln(1.25/delta))/eps "
+        expl = (("not certified by the paper's argument: classical Gaussian formula sigma = Delta sqrt(2 ln(1.25/delta))/eps "
                  f"used at eps = {eps:g}, outside its proven range eps < 1 (errata P3-E7): "
                  if x_off > eps else "") + "; ".join(notes))
     res.add(_cond(key, "noise_sigma2", ok, eps, x_off, notes, R), label=label or None, explanation=expl)
