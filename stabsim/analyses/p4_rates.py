@@ -23,7 +23,7 @@ from ..measures import REPLICATE
 from ..setups.p4 import F_star as _F_star, constants as _constants, loss_of as _loss, radius_of as _radius, \
     reference as _reference
 from ..study import _problem
-from ..rates import SHAPE_FLOOR
+from ..rates import SHAPE_FLOOR, SHAPE_SATURATED
 from ..verdicts import check_rate
 from .base import CheckResult, figure_name, register_check, sweep_slices
 
@@ -139,6 +139,49 @@ def _noise_term(key, eta, sigma, d: int):
     return 3.0 * np.asarray(eta, dtype=float) * sigma ** 2 * d
 
 
+#: a private curve "learns nothing" when its excess risk stays above this fraction of the zero
+#: predictor's excess risk F(0) - F(w*) at every n (it never halves the excess risk of w = 0).
+NO_LEARNING_FRACTION = 0.5
+
+
+def excess_of_zero(pb, loss_name: str, Fstar: float, seed: int = 0) -> float:
+    """F(0) - F(w*): the excess risk of the zero predictor (the algorithms' w_1 = 0), exact where the
+    problem has a closed form, else Monte Carlo on the fixed test stream."""
+    from ..risk import population_risk
+
+    est = population_risk(np.zeros(pb.d), pb, loss_name, seed=seed, replicate=1)
+    return float(np.asarray(est.value)) - float(Fstar)
+
+
+def no_learning_row(v, n, mean, zero_excess: float, private: bool):
+    """(verdict, text) for a private rate row whose output learns nothing at any n: its mean excess
+    risk stays >= ``NO_LEARNING_FRACTION`` x (F(0) - F(w*)) at every n, so the noise has pinned the
+    output at the level of no learning and no rate can be read from the curve: "inconclusive
+    (shape: saturated)", like P0's projected-noise rows.  (None, "") otherwise."""
+    mean = np.asarray(mean, dtype=float)
+    if not private or not (zero_excess > 0) or not np.all(np.isfinite(mean)):
+        return None, ""
+    frac = mean / zero_excess
+    if not np.all(frac >= NO_LEARNING_FRACTION):
+        return None, ""
+    text = (f"saturated, no rate can be read: the private output learns nothing at any n -- its excess risk "
+            f"{mean.min():.3g}..{mean.max():.3g} is {frac.min():.2f}..{frac.max():.2f} of the zero predictor's "
+            f"F(0) - F(w*) = {zero_excess:.3g} over n = {int(n[0])}..{int(n[-1])} (rule: >= {NO_LEARNING_FRACTION:g} "
+            "at every n); the calibrated noise has pinned the output at the level of no learning")
+    if v.verdict in ("holds", "matches", "faster than claimed", "consistent"):
+        return None, ""
+    return v.relabel("inconclusive", SHAPE_SATURATED, note=text), text
+
+
+def _saturated_text(sat_text: str, key: str, v) -> str:
+    """The explanation of a saturated private row; a "(b)" row also says what P4-F1 is (an erratum of
+    the proof, not of this curve)."""
+    f1 = ("; the constant-step floor of errata P4-F1 is an erratum of the proof (with sigma^2 >= 2.68 G^2 the "
+          "1/n rate is not proved for the private algorithm), not what this curve shows: the curve sits at the "
+          "level of no learning, far below the floor term") if key.endswith("b.excess") else ""
+    return sat_text + f1 + "; " + "; ".join(v.notes)
+
+
 def noise_term_finding(v, key: str, n, eta, sigma, d: int, G: float) -> str:
     """The P4-F1 reading of a private "(a)" row that stays "inconsistent": the paper's own explicit
     term 3 eta sigma^2 d (Thm 16(a), Lemma 20) does not decay at the claimed rate over the sweep,
@@ -203,9 +246,19 @@ def check_rates(spec, ds) -> CheckResult:
                               f"{np.round(np.unique(sub['eta_eff'].values), 4).tolist()} (schedule {params['risk']['schedule']})",
                               f"sigma: {'calibrated at eps = ' + str(params['risk']['eps']) if params['risk']['eps'] > 0 else params['algorithm']['sigma']}"])
         sig_n = _per_n(sub["sigma_eff"], n)
-        v, expl, fl = floor_row(v, n, np.nanmean(exc, axis=0), _per_n(sub["eta_eff"], n), sig_n, pb.d, c["G"], key)
-        f1 = noise_term_finding(v, key, n, _per_n(sub["eta_eff"], n), sig_n, pb.d, c["G"])
-        if expl is not None:
+        mean_exc = np.nanmean(exc, axis=0)
+        private = params["risk"]["eps"] > 0
+        sat, sat_text = no_learning_row(v, n, mean_exc, excess_of_zero(pb, c["loss"].name, Fstar, spec.seed)
+                                        if private and not v.ok else math.nan, private)
+        if sat is not None:
+            v, fl, f1 = sat, None, ""
+            expl = _saturated_text(sat_text, key, v)
+        else:
+            v, expl, fl = floor_row(v, n, mean_exc, _per_n(sub["eta_eff"], n), sig_n, pb.d, c["G"], key)
+            f1 = noise_term_finding(v, key, n, _per_n(sub["eta_eff"], n), sig_n, pb.d, c["G"])
+        if sat is not None:
+            pass
+        elif expl is not None:
             expl += "; " + "; ".join(v.notes)
         elif f1:
             expl = f"{f1}; " + "; ".join(v.notes)
@@ -273,10 +326,19 @@ def check_more_rates(spec, ds) -> CheckResult:
                                                   _problem(params["data"]).d))
         pb_ = _problem(params["data"])
         G_ = lossf.G(pb_.kappa, _radius(params["algorithm"]))
-        v, expl, fl = floor_row(v, n, np.nanmean(exc, axis=0), _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n),
-                                pb_.d, G_, key)
-        f1 = noise_term_finding(v, key, n, _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n), pb_.d, G_)
-        if expl is not None:
+        mean_exc = np.nanmean(exc, axis=0)
+        sat, sat_text = no_learning_row(v, n, mean_exc, excess_of_zero(pb_, lossf.name, Fref, spec.seed)
+                                        if eps > 0 and not v.ok else math.nan, eps > 0)
+        if sat is not None:
+            v, fl, f1 = sat, None, ""
+            expl = _saturated_text(sat_text, key, v)
+        else:
+            v, expl, fl = floor_row(v, n, mean_exc, _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n),
+                                    pb_.d, G_, key)
+            f1 = noise_term_finding(v, key, n, _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n), pb_.d, G_)
+        if sat is not None:
+            pass
+        elif expl is not None:
             expl += "; " + "; ".join(v.notes)
         elif f1:
             expl = f"{f1}; " + "; ".join(v.notes)
