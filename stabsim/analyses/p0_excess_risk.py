@@ -63,6 +63,20 @@ def rate_log_factors(bnd) -> str:
 
 
 
+def loss_range(G: float, M: float, radius: float, norms=None):
+    """The largest value the loss can take at the points measured, the trivial bound of an excess risk,
+    optimization error or generalization gap of P0 (all losses here are >= 0, so F(w) - F(w*) <= sup l(w, .)
+    and |F(w) - F_S(w)| <= sup l(w, .)).  G-Lipschitz in w on W with l(0, z, z') <= M (P0's M), so for
+    w in the ball of radius ``radius``: l(w, z, z') <= M + G ||w|| <= M + G radius (auc_hinge: exactly
+    1 + 2 kappa R).  On an unbounded W ``norms`` (the largest ||w|| measured at each n, e.g. max over
+    replicates of ||w_bar_T||) is used instead when G is finite there; None when neither is known."""
+    if math.isfinite(radius):
+        return M + G * radius
+    if norms is not None and math.isfinite(G):
+        return M + G * np.asarray(norms, dtype=float)
+    return None
+
+
 # ---- one n-sweep slice of a p0_risk study ------------------------------------------------------
 
 class _Slice:
@@ -91,6 +105,14 @@ class _Slice:
         self.F = self.rv("F_out")  # (R, n)
         self.Fse = self.rv("F_out_se").mean(0)
         self.excess = self.F - self.Fstar[None, :]
+        # trivial bound of R(w_bar_T) - R(w*), R_S(w_bar_T) - R_S(w*), R(w_bar_T) - R_S(w_bar_T): the loss range
+        # at w_bar_T (``loss_range``), on an unbounded W at the largest ||w_bar_T|| over replicates
+        self.BT = sub["B_T"].transpose(REPLICATE, "n").values.max(axis=0) if "B_T" in sub else None
+        self.triv_out = loss_range(self.G, self.M, self.Rball, self.BT)
+        self.triv_note = ("trivial bound (the loss range at w_bar_T): " + (
+            f"M + G R = {self.M:g} + {self.G:.4g} x {self.Rball:g}" if self.bounded else
+            "M + G max ||w_bar_T|| (max over replicates, at each n)") if self.triv_out is not None else
+            "no trivial bound (W unbounded and no norm of the output known)")
         self.base = [f"G = {self.G:.4g}, M = {self.M}, kappa = {self.kappa:.4g}", f"gamma = {gamma}",
                      "T, eta per n: " + ", ".join(f"n={int(a)}: T={int(b)}, eta={e:.3g}"
                                                   for a, b, e in zip(self.ns, self.T, self.eta))]
@@ -142,7 +164,8 @@ def _thm2_thm3(res, s):
             else:
                 b = get(k)(T=s.T, n=s.ns, eta=s.eta, G=s.G, M=s.M, D=s.B, gamma=s.gamma, rad_avg_Wt=s.rad_W,
                            rad_avg_WD=s.rad_WD)
-            verdicts.append(check_bound(m, b, "EXPLICIT-DD", key=k, notes=s.base + [s.rad_note]))
+            verdicts.append(check_bound(m, b, "EXPLICIT-DD", key=k, notes=s.base + [s.rad_note, s.triv_note],
+                                        trivial_bound=s.triv_out))
             bounds.append((k, b))
         fig = overlay(res, figure_name(prefix, s.label), m, bounds, verdicts, s.setting)
         for v in verdicts:
@@ -160,13 +183,18 @@ def _thm5(res, s, ks5, sig, delta, reading):
     m = quantile_measure(Fp - s.Fstar[None, :], s.gamma, s.coord, widen=2 * s.rv("F_priv_se").mean(0),
                          quantity="excess_risk_quantile",
                          note="(1-gamma)-quantile over (S, A, u) of R(w_priv) - R(w*)")
+    # w_priv = Proj_W(w_bar_T + u) lies in W: on a bounded W its excess risk is at most M + G R (the loss is
+    # >= 0); on an unbounded W the Gaussian u makes ||w_priv|| unbounded: no trivial bound
+    triv = loss_range(s.G, s.M, s.Rball) if s.bounded else None
+    triv_note = (f"trivial bound M + G R = {triv:.4g} (w_priv in W)" if triv is not None
+                 else "no trivial bound (W unbounded, w_priv = w_bar_T + Gaussian noise)")
     bounds, verdicts = [], []
     for k in ks5:
         b = get(k)(T=s.T, n=s.ns, eta=s.eta, G=s.G, M=s.M, D=2 * s.Rball, gamma=s.gamma, delta=delta, sigma=sig,
                    d=s.dim, rad_avg=s.rad_W)
-        verdicts.append(check_bound(m, b, "EXPLICIT-DD", key=k, notes=s.base + [s.rad_note,
+        verdicts.append(check_bound(m, b, "EXPLICIT-DD", key=k, trivial_bound=triv, notes=s.base + [s.rad_note,
                                     f"sigma from Eq. (5), reading {reading}: "
-                                    + ", ".join(f"{s_:.3g}" for s_ in sig), f"delta = {delta}"]))
+                                    + ", ".join(f"{s_:.3g}" for s_ in sig), f"delta = {delta}", triv_note]))
         bounds.append((k, b))
     fig = overlay(res, figure_name("P0.Thm5.excess", s.label), m, bounds, verdicts, s.setting)
     for v in verdicts:
@@ -187,11 +215,15 @@ def _lemA12(res, s, ks12, sig):
     widen = 2 * (s.rv("F_priv_se").mean(0) + s.Fse)
     m = quantile_measure(diff, gamma, ("sigma", sig), widen=widen, quantity="dp_utility_loss",
                          note="(1-gamma)-quantile of R(w_priv) - R(w_bar_T)")
+    # both w_priv and w_bar_T lie in W: |R(w_priv) - R(w_bar_T)| <= G ||w_priv - w_bar_T|| <= G D = 2 G R, and
+    # <= M + G R (both risks in [0, M + G R]); unbounded W: none
+    triv = min(2 * G * s.Rball, loss_range(G, s.M, s.Rball)) if s.bounded else None
+    tnote = (f"trivial bound min(G D, M + G R) = {triv:.4g}" if triv is not None else "no trivial bound (W unbounded)")
     bounds, verdicts = [], []
     for k in ks12:
         b = get(k)(G=G, sigma=sig, d=dim, gamma=gamma)
-        verdicts.append(check_bound(m, b, "EXPLICIT", key=k, notes=[f"G = {G:.4g}", f"d = {dim}",
-                                    f"gamma = {gamma}", "sigma = Eq. (5) at each n"]))
+        verdicts.append(check_bound(m, b, "EXPLICIT", key=k, trivial_bound=triv, notes=[f"G = {G:.4g}", f"d = {dim}",
+                                    f"gamma = {gamma}", "sigma = Eq. (5) at each n", tnote]))
         bounds.append((k, b))
     fig = overlay(res, figure_name("P0.LemA12", s.label), m, bounds, verdicts, s.setting, x="sigma")
     expl12 = ("P0-E10: the printed 2 G sigma sqrt(d) ln^{1/4}(1/gamma) is below the proof's bound when "
@@ -213,6 +245,8 @@ def _gen_gap(res, s, ksA6):
     m = quantile_measure(gap, s.gamma, s.coord, widen=2 * s.Fse, quantity="gen_gap_quantile",
                          note="(1-gamma)-quantile over (S, A) of R(w_bar_T) - R_S(w_bar_T)")
     BT = s.rv("B_T").max(axis=0)
+    # R(w) - R_S(w) <= sup_z l(w, z) since l >= 0: the loss range at w_bar_T (M + G R, or M + G max ||w_bar_T||)
+    triv = loss_range(s.G, s.M, s.Rball, BT)
     bounds, verdicts = [], []
     for k in ksA6:
         if k.startswith("P0.ThmA6"):
@@ -228,7 +262,7 @@ def _gen_gap(res, s, ksA6):
             nt = ["B_T = max over replicates of ||w_bar_T||: the bound at each run's own B_T is "
                   "below this one, so the quantile comparison stays valid"]
         verdicts.append(check_bound(m, b, "EXPLICIT" if k.startswith("P0.ThmA6") else "EXPLICIT-DD",
-                                    key=k, notes=s.base + nt))
+                                    key=k, notes=s.base + nt + [s.triv_note], trivial_bound=triv))
         bounds.append((k, b))
     fig = overlay(res, figure_name("P0.A6.gen", s.label), m, bounds, verdicts, s.setting)
     for v in verdicts:
@@ -256,7 +290,9 @@ def _thmA8(res, s):
         bnote = "B_t = sqrt((G^2 + 2M) eta t) (Lemma A.10, eta <= 1), W_t its ball"
     k = "P0.ThmA8.opt"
     b = get(k)(T=T, eta=eta, G=G, M=M, B=s.B, B_T=BTa, gamma=s.gamma, rad_avg_Wt=s.rad_W, rad_avg_WB=s.rad_WD)
-    v = check_bound(m, b, "EXPLICIT-DD", key=k, notes=s.base + [bnote, f"B = ||w*|| = {s.B:.4g}", s.rad_note])
+    # R_S(w_bar_T) - R_S(w*) <= R_S(w_bar_T) <= the loss range at w_bar_T (l >= 0)
+    v = check_bound(m, b, "EXPLICIT-DD", key=k, trivial_bound=s.triv_out,
+                    notes=s.base + [bnote, f"B = ||w*|| = {s.B:.4g}", s.rad_note, s.triv_note])
     fig = overlay(res, figure_name(k, s.label), m, [(k, b)], [v], s.setting)
     res.add(v, figure=fig, label=s.label or None,
             explanation=None if v.ok else "optimization-error quantile above Thm A.8: " + "; ".join(v.notes))

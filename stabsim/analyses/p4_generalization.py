@@ -39,6 +39,30 @@ def _loss_sup(lossf, kappa, R) -> float:
     return (1.0 + lossf._margin_range(kappa, R)) ** lossf.q
 
 
+def trivial_bound(qty: str, c) -> tuple[float | None, str]:
+    """(the largest value the measured ``qty`` can take, a note) for one p4_gen cell, or (None, why) when W is
+    unbounded.  Every P4 loss is >= 0 and at most S = ``_loss_sup`` on the ball of radius R (hinge, logistic:
+    phi(m) <= 1 + |m| <= (1 + |m|)^2; squared, q-hinge: (1 + |m|)^q; point_lsq with |y| <= 1: (w.x - y)^2 / 2
+    <= (1 + kappa R)^2), and w_priv, every iterate w_j and every neighbour's output lie in W (projected), so:
+    excess risk F(w_priv) - F(w_ref) <= S (F(w_ref) >= 0); optimization error (1/T) sum_j fhat_j(w_j) -
+    fhat_j(w_ref) <= S; generalization gap F - F_S or the twin f(w(S^(k)); z_k) - f(w(S); z_k): |.| <= S;
+    on-average stability ||w - w^(i)||^2 <= (2R)^2; sum_j eta_j^2 fhat_j(w_j) <= T eta_max^2 S."""
+    import math
+
+    R = c["R"]
+    if not math.isfinite(R):
+        return None, "no trivial bound: W is unbounded"
+    S = _loss_sup(c["lossf"], c["kappa"], R)
+    if qty in ("excess_risk", "opt_error", "gen_gap"):
+        return S, f"trivial bound: the loss range sup f over W and the data = {S:.4g} (R = {R:g})"
+    if qty == "onavg_stability":
+        return (2 * R) ** 2, f"trivial bound: diameter^2 of W = {(2 * R) ** 2:.4g}"
+    if qty == "eta2_weighted_train_risk":
+        v = c["T"] * c["eta"] ** 2 * S
+        return v, f"trivial bound: T eta^2 sup f = {v:.4g}"
+    return None, ""
+
+
 def _ci(values, quantity, mc_se=0.0):
     """Replicate mean with its 95% t-CI, widened by 1.96 ``mc_se`` on both sides: the Monte Carlo error of
     F(w_priv) comes from one test sample shared by all replicates, so it does not average out; the standard
@@ -156,7 +180,7 @@ def _cell_constants(params, sub):
             "sigma": float(sub["sigma_eff"].values.max()), "L": lossf.L(pb.kappa, R), "alpha": lossf.holder,
             "M": _M(lossf, pb.kappa), "d": pb.d, "w2": float(sub["wref_norm2"].values.max()),
             "F_ref": float(sub["F_ref"].values.max()), "fsup": _loss_sup(lossf, pb.kappa, R) if not lossf.smooth else 0,
-            "pairwise": lossf.pairwise, "smooth": lossf.smooth, "loss": lossf.name, "kappa": pb.kappa, "R": R,
+            "pairwise": lossf.pairwise, "smooth": lossf.smooth, "loss": lossf.name, "lossf": lossf, "kappa": pb.kappa, "R": R,
             "ref_how": how, "ref_exact": exact,
             "F_method": "closed form" if float(np.nanmax(sub["F_out_se"].values)) == 0 else "Monte Carlo"}
 
@@ -236,7 +260,9 @@ def check_more(spec, ds) -> CheckResult:
                 else "EXPLICIT"
             common = [f"{c['loss']}, alpha = {c['alpha']:g}, L = {c['L']:.4g}, n = {c['n']}, T = {c['T']}, "
                       f"eta = {c['eta']:.4g}, sigma = {c['sigma']:.4g}"]
-            v = check_bound(m, np.atleast_1d(float(bound)), tag, key=key, notes=common + notes)
+            triv, tnote = trivial_bound(qty, c)
+            v = check_bound(m, np.atleast_1d(float(bound)), tag, key=key, trivial_bound=triv,
+                            notes=common + notes + ([tnote] if tnote else []))
             expl = None
             if not v.ok:
                 expl = (_WHY_VIOLATED.get(key, "") + ("; " if key in _WHY_VIOLATED else "")

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..measures import REPLICATE, mean_ci
-from ..setups.p4 import F_star as _F_star, constants as _constants
+from ..setups.p4 import F_star as _F_star, constants as _constants, radius_of as _radius
 from ..verdicts import check_bound
+from .p4_generalization import trivial_bound as _trivial_bound
 from .base import CheckResult, figure_name, register_check, sweep_slices
 
 
@@ -36,8 +37,12 @@ def check_opt(spec, ds) -> CheckResult:
         m = mean_ci(gap.expand_dims(T=[T]).transpose(REPLICATE, "T"))
         m.attrs.update(quantity="opt_error")
         b = get(key)(L=c["L"], sigma2=sigma ** 2, d=pb.d, w_star_norm2=w2, F_star=Fstar, t=T, eta=eta)
-        v = check_bound(m, np.atleast_1d(b), "EXPLICIT", key=key,
-                        notes=[f"T = {T}, eta = {eta:g}, sigma = {sigma:.4g}, d = {pb.d}, ||w*||^2 = {w2:.4g}, "
+        # trivial bound: w_priv lies in W (projected) and F_S(w*) >= 0, so F_S(w_priv) - F_S(w*) <= sup f over W
+        # and the data (``p4_generalization.trivial_bound``); none on an unbounded W
+        triv, tnote = _trivial_bound("opt_error", {"R": _radius(params["algorithm"]), "lossf": c["loss"],
+                                                   "kappa": c["kappa"]})
+        v = check_bound(m, np.atleast_1d(b), "EXPLICIT", key=key, trivial_bound=triv,
+                        notes=[tnote, f"T = {T}, eta = {eta:g}, sigma = {sigma:.4g}, d = {pb.d}, ||w*||^2 = {w2:.4g}, "
                                f"F(w*) = {Fstar:.4g}, L = {c['L']:g}"])
         res.add(v, label=label or None, figure=fig_name,
                 explanation=None if v.ok else "E[F_S(w_priv)] - F_S(w*) above Thm 16(a)/(T eta): " + "; ".join(v.notes))
