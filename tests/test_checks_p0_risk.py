@@ -245,9 +245,10 @@ def test_thm5_dim_tiny(tmp_path):
 def test_thm4_sigma_tiny(tmp_path):
     rec = analyse(_run_tiny("p0_thm4_sigma", tmp_path))
     v = verdicts(rec)
-    # at eps = 1000 the classical mechanism's sigma ~ 1/eps is below the exact requirement ~ 1/sqrt(eps)
-    assert v[("P0.Thm4.sigma2.printed", "printed")] == "violated"
-    assert v[("P0.Thm4.sigma2.corrected", "corrected")] == "violated"
+    # at eps = 1000 the classical mechanism's sigma ~ 1/eps is below the exact requirement ~ 1/sqrt(eps) at
+    # the paper's sensitivity bound: the argument does not certify the claim (a proof gap, not a measured failure)
+    assert v[("P0.Thm4.sigma2.printed", "printed")] == "not certified by the paper's argument"
+    assert v[("P0.Thm4.sigma2.corrected", "corrected")] == "not certified by the paper's argument"
     rows = {r["key"]: r for r in rec["rows"]}
     assert "P0-E11" in rows["P0.Thm4.sigma2.corrected"]["explanation"]
     assert rows["P0.Thm4.sigma2.printed"]["worst_margin"] < rows["P0.Thm4.sigma2.corrected"]["worst_margin"]

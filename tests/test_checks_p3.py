@@ -124,7 +124,7 @@ def test_calibration_verdicts(out):
     # these eps <= 2.5 (e.g. eps = 0.5, delta = 1/n buys ~0.23); the printed substitution eps^2 is not (P3-E1)
     for k in ("P3.rho.approx", "P3.Alg1.sigma2_t.approx"):
         assert set(by[k]) == {"holds"}
-    assert set(by["P3.Alg1.sigma2_t.printed"]) == {"violated"}
+    assert set(by["P3.Alg1.sigma2_t.printed"]) == {"not certified by the paper's argument"}   # a proof gap, never a finding
     for r in rows:
         if r["tag"] == "CONDITION":   # every calibration row reports the exact eps bought (tightness = bought/target)
             assert r["tightness_min"] > 0 and (r["verdict"] == "holds") == (r["tightness_min"] <= 1 + 1e-9)
