@@ -4,6 +4,7 @@ uninformative P0 private-sweep rate rows."""
 import math
 
 import numpy as np
+import xarray as xr
 import pytest
 
 from stabsim.analyses.p0_excess_risk import loss_range
@@ -71,3 +72,107 @@ def test_p0_sweep_rate_rows_uninformative():
         assert u.can_fail is False
         assert "cannot fail by construction" in u.power_note
         assert u.verdict == v.verdict
+
+
+# ---- P1 Lemma 1, P1 Thm 8 / Thm 9, P3 Lemma 4, P1 lower-bound instance --------------------------------------
+
+def test_p1_loss_sup():
+    from stabsim.analyses.p1_common import loss_sup
+
+    assert loss_sup("auc_hinge", 1.0, 2.0) == pytest.approx(1.0 + 2.0 * 1.0 * 2.0)   # 1 + G R, G = 2 kappa
+    assert loss_sup("auc_squared", 1.0, 2.0) == pytest.approx(25.0)
+    assert loss_sup("auc_hinge", 1.0, math.inf) is None
+
+
+def test_p1_lem1_trivial_bound():
+    from stabsim.analyses.p1_stability import lem1_trivial_bound
+
+    params = {"algorithm": {"loss": "auc_hinge"}}
+    triv, note = lem1_trivial_bound(params, {"kappa": 1.0, "radius": 1.0})
+    assert triv == pytest.approx(3.0) and "B = 3" in note
+    m = _ci(0.05 + 0.001 * np.random.default_rng(2).standard_normal(50), "gen_gap")
+    above = check_bound(m, np.atleast_1d(3.5), "EXPLICIT", key="P1.Lem1.gen", trivial_bound=triv)
+    assert above.verdict == "holds" and above.can_fail is False and above.vacuous is True
+    below = check_bound(m, np.atleast_1d(1.0), "EXPLICIT", key="P1.Lem1.gen", trivial_bound=triv)
+    assert below.verdict == "holds" and below.can_fail is True and not below.vacuous
+    none, note = lem1_trivial_bound(params, {"kappa": 1.0, "radius": math.inf})
+    assert none is None and "unbounded" in note
+
+
+def test_p1_path_trivial_bounds():
+    from stabsim.analyses.p1_nonconvex import grad_trivial_bound, pl_trivial_bound
+
+    assert grad_trivial_bound({"G": 2.0})[0] == pytest.approx(4.0)
+    assert grad_trivial_bound({"G": math.inf})[0] is None
+    params = {"algorithm": {"loss": "auc_squared"}}
+    assert pl_trivial_bound(params, {"kappa": 1.0, "radius": 2.0}, 0.1)[0] == pytest.approx(25.1)
+    assert pl_trivial_bound(params, {"kappa": 1.0, "radius": math.inf}, 0.1)[0] is None
+
+
+def test_p3_lemma4_trivial_bound():
+    from stabsim.analyses.p3_stability import lemma4_trivial_bound
+    from stabsim.constraints import get_constraint
+
+    triv, note = lemma4_trivial_bound(get_constraint("l2:1.0"))
+    assert triv == pytest.approx(2.0) and "diam(C)" in note
+    assert lemma4_trivial_bound(get_constraint("none"))[0] is None
+    t = np.array([10.0, 20.0, 40.0])
+    d = np.array([0.5, 0.3, 0.2])
+    m = xr.Dataset({"estimate": ("t", d), "lower": ("t", d), "upper": ("t", d)}, coords={"t": t},
+                   attrs={"quantity": "sensitivity", "n_replicates": 5, "level": 1.0})
+    above = check_bound(m, 80.0 / t, "EXPLICIT", key="P3.Lemma4.sensitivity", trivial_bound=triv)  # 8, 4, 2 >= 2
+    assert above.verdict == "holds" and above.can_fail is False and above.vacuous is True
+    below = check_bound(m, 16.0 / t, "EXPLICIT", key="P3.Lemma4.sensitivity", trivial_bound=triv)  # < 2
+    assert below.verdict == "holds" and below.can_fail is True and not below.vacuous
+
+
+def test_p1_lower_bound_instance_trivial_bound():
+    from stabsim.analyses.p1_worst_neighbour import lower_bound_trivial
+    from stabsim.lower_bounds import bfgt_instance
+
+    inst = bfgt_instance(n=20, eta=0.1)
+    t = np.array([1.0, 10.0, 100.0])
+    triv, note = lower_bound_trivial(inst, t)
+    assert np.allclose(triv, 2 * inst.eta * inst.G * t) and "2 eta G t" in note
+    m = xr.Dataset({"estimate": ("t", 0.01 * t), "lower": ("t", 0.0099 * t), "upper": ("t", 0.0101 * t)},
+                   coords={"t": t}, attrs={"quantity": "uas_mean", "n_replicates": 20, "level": 0.95})
+    above = check_bound(m, 3 * triv, "EXPLICIT", key="P1.Thm4.uas", trivial_bound=triv)
+    assert above.can_fail is False and above.vacuous is True
+    below = check_bound(m, 0.5 * triv, "EXPLICIT", key="P1.Thm4.uas", trivial_bound=triv)
+    assert below.can_fail is True and not below.vacuous
+
+
+def test_p1_lower_bound_instance_within_trivial_bound():
+    """The instance's coupled runs never leave 2 eta G t of each other (the trivial bound is an upper bound)."""
+    from stabsim.analyses.p1_worst_neighbour import lower_bound_trivial
+    from stabsim.lower_bounds import bfgt_instance
+
+    inst = bfgt_instance(n=20, eta=0.1)
+    ds = inst.run(T=400, replicates=8, seed=0, checkpoints=[1, 2, 5, 10, 50, 100, 200, 400])
+    triv, _ = lower_bound_trivial(inst, ds["t"].values)
+    for var in ("dist_iterate", "dist_output"):
+        assert np.all(ds[var].max("replicate").values <= triv * (1 + 1e-12))
+
+
+def test_p1_tightness_trivial_bound():
+    """Searched worst-case rows: min(2R, 2 eta G t), squared for E||.||^2; the path bound alone on R^d; none
+    with gradient noise on R^d or an infinite G."""
+    from stabsim.analyses.p1_worst_neighbour import tightness_trivial
+
+    t = np.array([1.0, 10.0, 100.0])
+    triv, note = tightness_trivial({"radius": 1.0, "G": 2.0}, 0.1, t, "mean")
+    assert np.allclose(triv, [0.4, 2.0, 2.0]) and "min of" in note
+    triv, _ = tightness_trivial({"radius": math.inf, "G": 2.0}, 0.1, t, "quantile")
+    assert np.allclose(triv, 0.4 * t)
+    triv, _ = tightness_trivial({"radius": 1.0, "G": math.inf}, 0.1, t, "mean_sq")
+    assert np.allclose(triv, 4.0)
+    assert tightness_trivial({"radius": math.inf, "G": math.inf}, 0.1, t, "mean")[0] is None
+    assert tightness_trivial({"radius": math.inf, "G": 2.0}, 0.1, t, "mean", sigma=1.0)[0] is None
+    d = np.array([0.1, 0.5, 0.6])
+    m = xr.Dataset({"estimate": ("t", d), "lower": ("t", 0.99 * d), "upper": ("t", 1.01 * d)}, coords={"t": t},
+                   attrs={"quantity": "uas_mean", "n_replicates": 20, "level": 0.95})
+    triv, _ = tightness_trivial({"radius": 1.0, "G": 2.0}, 0.1, t, "mean")
+    above = check_bound(m, np.array([0.5, 2.5, 3.0]), "EXPLICIT", key="P1.Thm4.uas", trivial_bound=triv)
+    assert above.verdict == "holds" and above.can_fail is False and above.vacuous is True
+    below = check_bound(m, np.array([0.5, 1.0, 1.0]), "EXPLICIT", key="P1.Thm4.uas", trivial_bound=triv)
+    assert below.verdict == "holds" and below.can_fail is True and not below.vacuous

@@ -66,3 +66,22 @@ def measure_over(values: xr.DataArray, quantity: str, note: str) -> xr.Dataset:
     m = mean_ci(values)
     m.attrs.update(quantity=quantity, note=note)
     return m
+
+
+def loss_sup(loss: str, kappa: float, radius: float, q: float | None = None) -> float | None:
+    """The largest value the loss ``loss`` can take over the data (sup ||x|| <= ``kappa``) and the ball of
+    radius ``radius``, or None when the ball is unbounded.  With M = sup |margin| (``Loss._margin_range``):
+    hinge (1 - m)_+ and logistic log(1 + e^{-m}) <= log 2 + |m| are <= 1 + M; squared (1 - m)^2 (and
+    point_lsq's (w.x - y)^2 / 2, |y| <= 1) <= (1 + M)^2; q-hinge <= (1 + M)^q.  Every loss is >= 0, so it is
+    the trivial bound of a generalization gap |F_S(w) - F(w)| or of F_S(w) - min F_S for w in the ball."""
+    import math
+
+    from ..losses import HINGE, LOGISTIC, get_loss
+
+    if not math.isfinite(radius):
+        return None
+    lossf = get_loss(loss, q)
+    M = lossf._margin_range(kappa, radius)
+    if not math.isfinite(M):
+        return None
+    return 1.0 + M if lossf.phi in (HINGE, LOGISTIC) else (1.0 + M) ** lossf.q

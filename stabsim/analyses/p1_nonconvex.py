@@ -15,7 +15,7 @@ from ..measures import REPLICATE
 from ..setups.constants import cell_constants
 from ..verdicts import check_bound
 from .base import CheckResult, register_check, sweep_slices
-from .p1_common import label_suffix, measure_over, overlay_figure
+from .p1_common import label_suffix, loss_sup, measure_over, overlay_figure
 
 
 def _alpha0_sq(sub):
@@ -23,6 +23,28 @@ def _alpha0_sq(sub):
     m = sub["m2"].mean(REPLICATE)
     j = int(np.argmax(m.values))
     return float(m.values[j]), int(m["step"].values[j])
+
+
+def grad_trivial_bound(c) -> tuple[float | None, str]:
+    """(trivial bound of the running mean of ||grad F_S(w_j)||^2, note): F_S is an average of G-Lipschitz losses,
+    so ||grad F_S|| <= G at every point of W (the iterates are in W) and the mean of its square <= G^2.  G is
+    finite on an unbounded W for the hinge / logistic losses; None where it is not."""
+    G = c["G"]
+    if not math.isfinite(G):
+        return None, "no trivial bound: the loss has no finite Lipschitz constant on W"
+    return G * G, f"trivial bound: G^2 = {G * G:.4g} (||grad F_S|| <= G)"
+
+
+def pl_trivial_bound(params, c, cert: float) -> tuple[float | None, str]:
+    """(trivial bound of F_S(w_t) - F_S(w_hat) + cert, note): w_t lies in W (projected), the loss is >= 0 and at
+    most B = ``loss_sup`` on W, so F_S(w_t) - F_S(w_hat) <= B and the measure <= B + cert.  None when W is
+    unbounded (no B known)."""
+    a = params["algorithm"]
+    B = loss_sup(a["loss"], c["kappa"], c["radius"], a.get("q"))
+    if B is None:
+        return None, "no trivial bound: W is unbounded, so the loss has no known upper bound on it"
+    return B + cert, (f"trivial bound: sup of the loss over W and the data B = {B:.4g} (R = {c['radius']:g}) "
+                      f"+ the ERM certificate = {B + cert:.4g}")
 
 
 @register_check("p1_path", description="P1 Thm 8 (running mean of ||grad F_S||^2) and Thm 9 (PL gap of the last "
@@ -52,8 +74,10 @@ def check_path(spec, ds) -> CheckResult:
                 measure = measure_over(sub["grad_avg"], "grad_norm_sq",
                                         "mean over replicates of (1/t) sum_j ||grad F_S(w_{j-2})||^2")
                 b = get(key)(t=t, eta=float(eta), L=c["L"], FS_w0=FS0, alpha0=math.sqrt(a0sq))
-                v = check_bound(measure, b, "EXPLICIT-DD", key=key, notes=[
-                    f"F_S(w_0) = {FS0:.4g}", f"alpha_0^2 = {a0sq:.4g} (max at step {jmax})", f"L = {c['L']:.4g}",
+                triv, triv_note = grad_trivial_bound(c)   # ||grad F_S||^2 <= G^2
+                v = check_bound(measure, b, "EXPLICIT-DD", key=key, trivial_bound=triv, notes=[
+                    f"F_S(w_0) = {FS0:.4g}", triv_note, f"alpha_0^2 = {a0sq:.4g} (max at step {jmax})",
+                    f"L = {c['L']:.4g}",
                     (f"eta = {eta:g}; printed condition 1/(2 sqrt L) = {1 / (2 * math.sqrt(c['L'])):.4g}, "
                      f"corrected 1/(2L) = {1 / (2 * c['L']):.4g} (P1-E5)")])
                 fig = overlay_figure(res, key, measure, [(key, b)], [v], label, params)
@@ -72,11 +96,13 @@ def check_path(spec, ds) -> CheckResult:
                 b = get(key)(t=t, L=c["L"], mu=mu, alpha0=math.sqrt(a0sq))
                 notes = [f"mu = {mu:g}", f"alpha_0^2 = {a0sq:.4g} (max at step {jmax})", f"L = {c['L']:.4g}",
                          f"ERM certificate {cert:.2g} added"]
+                triv, triv_note = pl_trivial_bound(params, c, cert)   # F_S(w_t) - min F_S <= sup f on W
+                notes.append(triv_note)
                 if "mu_S" in sub:
                     mus = float(sub["mu_S"].min())
                     notes.append(f"PL constant of F_S = {mus:.4g}" + (" >= mu" if mus >= mu else " < mu: (A4) FAILS"))
                     res.measured["PL constant of F_S (min)" + sfx] = mus
-                v = check_bound(measure, b, "EXPLICIT-DD", key=key, notes=notes)
+                v = check_bound(measure, b, "EXPLICIT-DD", key=key, trivial_bound=triv, notes=notes)
                 fig = overlay_figure(res, key, measure, [(key, b)], [v], label, params)
                 expl = None if v.ok else "measured PL gap above Thm 9: " + "; ".join(v.notes)
                 if a["constraint"] != "none":

@@ -17,7 +17,7 @@ from ..measures import mean_ci, uas_mean
 from ..setups.constants import cell_constants
 from ..verdicts import check_bound
 from .base import CheckResult, constant_eta, register_check, sweep_slices
-from .p1_common import overlay_figure
+from .p1_common import loss_sup, overlay_figure
 
 
 # ---- Thm 4 / Thm 5: UAS ------------------------------------------------------------------------
@@ -39,6 +39,17 @@ def _abs_measure(gap: xr.DataArray, widen: float) -> xr.Dataset:
     out.attrs.update(m.attrs)
     out.attrs.update(quantity="gen_gap", note="|mean over replicates (fresh S each) of F_S - F|")
     return out
+
+
+def lem1_trivial_bound(params, c) -> tuple[float | None, str]:
+    """(trivial bound of |E[F_S(A(S)) - F(A(S))]|, note) for one Lemma 1 cell: the output lies in W (projected)
+    and the loss is >= 0 and at most B = ``loss_sup`` on W and the data, so F_S and F lie in [0, B] and the gap in
+    [-B, B].  None when W is unbounded (the unconstrained p1_lem1_gen study): no B is known there."""
+    a = params["algorithm"]
+    B = loss_sup(a["loss"], c["kappa"], c["radius"], a.get("q"))
+    if B is None:
+        return None, "no trivial bound: W is unbounded, so the loss has no known upper bound on it"
+    return B, f"trivial bound: sup of the loss over W and the data B = {B:.4g} (R = {c['radius']:g})"
 
 
 @register_check("p1_lem1", description="P1 Lemma 1: |E[F_S(A(S)) - F(A(S))]| <= 2 eps_stab, eps_stab = G x UAS "
@@ -73,12 +84,14 @@ def check_lem1(spec, ds) -> CheckResult:
         uas_bound = get(thm)(t=t, n=n, eta=eta, G=c["G"])
         rows = [("eps_stab = G x measured UAS", c["G"] * uas["estimate"].values),
                 (f"eps_stab = G x {thm} bound", c["G"] * uas_bound)]
+        # |gap| <= B, the loss's range on W (None on an unbounded W): a bound above it cannot fail
+        triv, triv_note = lem1_trivial_bound(params, c)
         bounds, verdicts = [], []
         for what, eps_stab in rows:
             b = get("P1.Lem1.gen")(eps_stab=eps_stab)
-            v = check_bound(measure, b, "EXPLICIT", key="P1.Lem1.gen", quantity="gen_gap",
+            v = check_bound(measure, b, "EXPLICIT", key="P1.Lem1.gen", quantity="gen_gap", trivial_bound=triv,
                             notes=[what, f"G = {c['G']:.4g}", f"CI widened by 2 x mean SE of F ({widen:.2g})",
-                                   f"UAS: max over neighbours {uas.attrs.get('candidates', '')}"])
+                                   f"UAS: max over neighbours {uas.attrs.get('candidates', '')}", triv_note])
             bounds.append(("P1.Lem1.gen", b))
             verdicts.append(v)
         fig = overlay_figure(res, "P1.Lem1.gen", measure, bounds, verdicts, label, params)

@@ -16,6 +16,15 @@ from ..verdicts import check_bound
 from .base import CheckResult, figure_name, register_check, sweep_slices
 
 
+def lemma4_trivial_bound(cons) -> tuple[float | None, str]:
+    """(trivial bound of ||w_t - w'_t||, note): both GIGA iterates are projected onto C (burn-in points are
+    drawn in C), so their distance is at most diam(C) = 2R.  None for an unbounded C (the kind refuses one)."""
+    D = cons.diameter
+    if not np.isfinite(D):
+        return None, "no trivial bound: C is unbounded"
+    return float(D), f"trivial bound: diam(C) = {D:g} (both iterates lie in C)"
+
+
 @register_check("p3_lemma4", description="P3 Lemma 4: max ||w_t - w'_t|| of coupled Pairwise-GIGA runs vs 8 G~/(alpha t)")
 def check_lemma4(spec, ds) -> CheckResult:
     from ..plots import plot_bound_overlay
@@ -48,7 +57,9 @@ def check_lemma4(spec, ds) -> CheckResult:
         T1, T1p = int(_c(sub, "T1")), int(_c(sub, "T1_paper"))
         notes = [f"alpha = {alpha:.4g}, G~ = {Gt:.4g}, T_1 = {T1} ({'as in paper' if T1 == T1p else f'paper: {T1p}'})",
                  f"neighbour '{a['neighbour']}', max over {sub.sizes['replicate']} replicates (k random)"]
-        v = check_bound(measure, b, "EXPLICIT", key=key, notes=notes)
+        triv, triv_note = lemma4_trivial_bound(cons)   # ||w_t - w'_t|| <= diam(C) = 2R
+        notes.append(triv_note)
+        v = check_bound(measure, b, "EXPLICIT", key=key, trivial_bound=triv, notes=notes)
         fig = plot_bound_overlay(measure, [(get(key), b)], verdicts=[v], x="t",
                                  setting=f"{var}, {a['loss']}, n={params['data']['n']}, T1={T1}")
         name = res.figure(figure_name(key, label), fig)
