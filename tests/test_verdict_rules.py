@@ -352,3 +352,19 @@ def test_argument_errata_are_listed_apart_from_findings():
     assert [is_argument_erratum(r) for r in (gap, sat, lit_f)] == [True, True, True]
     assert [is_argument_erratum(r) for r in (lit_e, outside, finding)] == [False, False, False]
     assert is_headline(finding) and not any(is_headline(r) for r in (gap, sat, lit_f))
+
+
+def test_p0_calibration_rows_name_the_routes_that_do_certify_the_noise():
+    """A P0 Thm 4 calibration not certified at the paper's Delta_T can still be private at another valid
+    sensitivity bound: the diameter of W (w_bar_T lies in W).  With sigma = 156 and diam W = 2 the
+    Gaussian mechanism has mu = 2/156 ~ 0.013, far below the mu ~ 0.36 that eps = 1 at delta = 1e-3 allows
+    (GDP: delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)); with sigma = 0.5 it is not."""
+    from stabsim.analyses.p0_privacy import _other_routes
+    from stabsim.privacy.exact import gdp_mu
+
+    assert gdp_mu(1.0, 1e-3) > 10 * 2 / 156
+    text = _other_routes(np.array([156.0 ** 2]), np.array([1.0]), 1e-3, 1e9, 2.0)
+    assert "at the diameter of W = 2 the same sigma is certified at every eps of the sweep" in text
+    assert "at the proof-form Delta_T (P0-E4) = 1e+09 the same sigma is certified at eps < 1 only" in text
+    small = _other_routes(np.array([0.5 ** 2]), np.array([1.0]), 1e-3, 1e9, 2.0)
+    assert "at the diameter of W = 2 the same sigma is certified at eps < 1 only" in small
