@@ -88,13 +88,14 @@ def test_floor_values_and_relabel():
     assert fl["floor_min"] == pytest.approx(2.68 * 0.37 * 4 * 10)       # 2.68 eta G^2 d = 39.664
     assert fl["flattens"]
     r, text, _ = floor_row(v, N4, mean, eta, sig, d, G, "P4.Thm3b.excess")
-    assert (r.verdict, r.qualifier) == ("inconsistent", "")   # P4-F1's contradiction is a finding
-    assert any("P4-F1 floor" in n for n in r.notes)
+    # P4-F1 is an erratum of the proof: an upper-bound term is no lower bound, so a flat curve at it is a shape
+    assert (r.verdict, r.qualifier) == ("inconclusive", FLOOR_QUALIFIER)
+    assert any("P4-F1 floor" in n for n in r.notes) and any("rule verdict: inconsistent" in n for n in r.notes)
     from dataclasses import replace
     r2, _, _ = floor_row(replace(v, verdict="inconclusive", qualifier="curvature"), N4, mean, eta, sig, d, G,
                          "P4.Thm3b.excess")
     assert (r2.verdict, r2.qualifier) == ("inconclusive", FLOOR_QUALIFIER)   # no significant claim: the shape
-    assert "P4-F1" in text and "pre-asymptotic" in text and "not a pre-asymptotic" in text
+    assert "P4-F1" in text and "not a lower bound on the excess risk" in text
     # Thm 3(a) rows are not P4-F1 rows
     assert floor_row(v, N4, mean, eta, sig, d, G, "P4.Thm3a.excess")[0] is v
 

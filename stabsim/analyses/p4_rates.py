@@ -10,7 +10,9 @@ Check ``p4_more_rates``
 The P4-F1 floor rule (:func:`constant_step_floor`, :func:`floor_row`)
     With a constant step, the optimization term of Thm 3(b)/6(b) keeps eta sigma^2 d, which
     Thm 2/5's sigma^2 >= 2.68 G^2 bounds below whatever n: a private row whose curve flattens
-    at that floor is relabelled "inconclusive (floor (P4-F1))" (errata P4-F1).
+    at that floor is relabelled "inconclusive (shape: floor (P4-F1))" (errata P4-F1, an erratum of the
+    proof).  A private curve that learns nothing at any n is "inconclusive (shape: saturated)" first
+    (:func:`no_learning_row`).
 """
 
 from __future__ import annotations
@@ -91,9 +93,10 @@ def constant_step_floor(n, mean, eta, sigma, d: int, G: float, verdict) -> dict:
 
 def floor_row(v, n, mean, eta, sigma, d: int, G: float, key: str):
     """(verdict, explanation or None, floor info or None) of a Thm 3(b)/6(b) rate row by the rule of
-    ``constant_step_floor``: when the curve flattens at the floor, a significantly slow row stays
-    "inconsistent" (P4-F1 argues the contradiction between the rate and the paper's privacy theorems,
-    a finding, not a shape), any other failed row becomes "inconclusive (shape: floor (P4-F1))"."""
+    ``constant_step_floor``: when the curve flattens at the floor, a failed row becomes "inconclusive
+    (shape: floor (P4-F1))".  P4-F1 is an erratum of the proof (the bound keeps a term that does not
+    vanish); an upper-bound term is no lower bound on the excess risk, so a flat curve at it is a
+    shape the report cannot judge, never a measured contradiction."""
     if key not in FLOOR_KEYS:
         return v, None, None
     fl = constant_step_floor(n, mean, eta, sigma, d, G, v)
@@ -104,15 +107,10 @@ def floor_row(v, n, mean, eta, sigma, d: int, G: float, key: str):
             f"{fl['floor'][0]:.3g}..{fl['floor'][-1]:.3g} over n = {int(n[0])}..{int(n[-1])} (sigma = "
             f"{float(np.min(sigma)):.3g}..{float(np.max(sigma)):.3g}, d = {d}), and Thm 2/5 force sigma^2 >= 2.68 G^2, "
             f"so it never falls below 2.68 eta G^2 d = {fl['floor_min']:.3g} (G = {G:.4g}, the horizontal line), "
-            "whatever n: Thm 3(b)/6(b)'s 1/n rate (which takes sigma^2 ~ T log(1/delta)/(n eps)^2 -> 0) contradicts "
-            "the same paper's privacy theorems -- an inconsistency between the paper's theorems, not a "
-            f"pre-asymptotic effect ({ERRATUM_F1}).  Measured: the curve flattens ({fl['why']}); the floor is a term "
-            "of the upper bound and the projected iterates sit below it (the loss is capped on W), flat like it: "
-            "the claimed 1/n rate is not seen on this range and, by the argument above, cannot hold at any n with "
-            "a constant step")
-    if v.verdict == "inconsistent":   # P4-F1 argues the asymptotic contradiction: the finding stands
-        from dataclasses import replace
-        return replace(v, notes=v.notes + (f"P4-F1 floor: {fl['why']}",)), text, fl
+            "whatever n: the proof of Thm 3(b)/6(b)'s 1/n rate (which takes sigma^2 ~ T log(1/delta)/(n eps)^2 -> 0) "
+            f"does not hold for the calibrated algorithm ({ERRATUM_F1}).  Measured: the curve flattens "
+            f"({fl['why']}); the floor is a term of the upper bound, not a lower bound on the excess risk, so the "
+            "flat curve is a shape the report cannot judge, not a measured contradiction")
     return v.relabel("inconclusive", FLOOR_QUALIFIER, note=f"P4-F1 floor: {fl['why']}"), text, fl
 
 
