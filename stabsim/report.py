@@ -27,6 +27,7 @@ import csv
 import datetime as _dt
 import json
 import math
+import re
 import os
 import shutil
 from pathlib import Path
@@ -297,10 +298,45 @@ def index_markdown(recs: list[dict], rows: list[dict], profiles: list[str], out_
     screen = first_screen(rows, link_errata=lambda t: _link_errata(t, errata_base), kind_titles=_SHORT_TITLES,
                           kind_order=CHECK_KINDS + ("privacy ledger", "other"))
     return "\n".join(_index_head(recs, rows, profiles, out_dir, command, wall_seconds) + screen
-                     + _kinds_section(rows) + _theorem_section(rows) + ledger
+                     + _kinds_section(rows) + _theorem_section(rows) + _audit_section(rows) + ledger
                      + ["## Every verdict", "", f"The table of all {len(rows)} verdict rows is in "
                         "[verdicts.md](verdicts.md) (sortable in [index.html](index.html)).", ""]
                      + _studies_section(recs) + [""])
+
+
+_AUDIT_MEASURE = {"sensitivity_ratio": "worst-case sensitivity measured / Delta the calibration used; its 95 % "
+                                        "lower end in brackets",
+                  "eps_lower": "eps lower bound of the GDP fit / accountant's eps; the assumption-free "
+                               "Clopper-Pearson bound in brackets"}
+
+
+def _audit_section(rows: list[dict]) -> list[str]:
+    """The privacy audits, one line per algorithm and threat model: the AUDIT row's verdict and what it
+    measured against the calibration (``tightness_max``: GDP-fit eps bound / accountant eps, or measured
+    worst-case sensitivity / Delta), and whether its noise x 0.1 SANITY run was detected (its power)."""
+    audits = [r for r in rows if r.get("check_kind") == "audit" and r.get("tag") == "AUDIT"]
+    if not audits:
+        return []
+    sanity = {(r.get("study"), re.sub(r"noise_scale=[^,]*,?\s*", "", str(r.get("case") or ""))): r
+              for r in rows if r.get("check_kind") == "audit" and r.get("tag") == "SANITY"}
+    lines = ["## Privacy audits", "",
+             "Per private algorithm and threat model: the audit's verdict at the calibrated noise, what it measured "
+             "against the calibration, and whether the same audit detects the noise cut tenfold (its power: "
+             "without it the audit says nothing).  A known-randomness audit sees the index sequence, a stronger "
+             "adversary than the final-output one; every-iterate audits see the whole noisy path.", "",
+             "| audit study | threat model | verdict | measured / calibration | noise x 0.1 detected |", "|---|---|---|---|---|"]
+    for r in audits:
+        tm = re.sub(r"noise_scale=[^,]*,?\s*", "", str(r.get("case") or "")).strip()
+        s_ = sanity.get((r.get("study"), tm))
+        what = _AUDIT_MEASURE.get(str(r.get("quantity")), str(r.get("quantity")))
+        try:
+            val = f"{float(r['tightness_max']):.3g} [{float(r['lower_tightness_max']):.3g}] ({what})"
+        except (TypeError, ValueError, KeyError):
+            val = ""
+        det = "" if s_ is None else ("yes" if s_.get("verdict") == "holds" else "no")
+        label = r["verdict"] + (f" ({r['qualifier']})" if r.get("qualifier") else "")
+        lines.append(f"| {r.get('study')} | {tm.replace('threat_model=', '') or 'every iterate'} | {label} | {val} | {det} |")
+    return lines + [""]
 
 
 def _add_failures(recs: list[dict], out_dir: Path, failures: dict | None) -> None:

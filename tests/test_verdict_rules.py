@@ -368,3 +368,24 @@ def test_p0_calibration_rows_name_the_routes_that_do_certify_the_noise():
     assert "at the proof-form Delta_T (P0-E4) = 1e+09 the same sigma is certified at eps < 1 only" in text
     small = _other_routes(np.array([0.5 ** 2]), np.array([1.0]), 1e-3, 1e9, 2.0)
     assert "at the diameter of W = 2 the same sigma is certified at eps < 1 only" in small
+
+
+def test_the_report_shows_each_audit_with_its_power_and_what_it_measured():
+    from stabsim.report import _audit_section
+
+    rows = [{"check_kind": "audit", "tag": "AUDIT", "study": "p0_alg2_audit", "quantity": "sensitivity_ratio",
+             "case": "noise_scale=1.0, threat_model=known_randomness", "verdict": "consistent", "qualifier": "",
+             "tightness_max": 0.0014, "lower_tightness_max": 0.0013},
+            {"check_kind": "audit", "tag": "SANITY", "study": "p0_alg2_audit", "case": "noise_scale=0.1, "
+             "threat_model=known_randomness", "verdict": "holds"},
+            {"check_kind": "audit", "tag": "AUDIT", "study": "p0_alg2_audit", "quantity": "eps_lower",
+             "case": "noise_scale=1.0, threat_model=final_output", "verdict": "inconclusive",
+             "qualifier": "no power at this design", "tightness_max": 0.0, "lower_tightness_max": 0.0},
+            {"check_kind": "audit", "tag": "SANITY", "study": "p0_alg2_audit", "case": "noise_scale=0.1, "
+             "threat_model=final_output", "verdict": "inconclusive", "qualifier": "not detected"}]
+    lines = _audit_section(rows)
+    known = [ln for ln in lines if "known_randomness" in ln][0]
+    final = [ln for ln in lines if "final_output" in ln][0]
+    assert "0.0014 [0.0013] (worst-case sensitivity measured / Delta" in known and known.endswith("| yes |")
+    assert "no power at this design" in final and final.endswith("| no |")
+    assert _audit_section([r for r in rows if r["tag"] == "SANITY"]) == []
