@@ -67,21 +67,15 @@ _ARGUED_ID = re.compile(r"\bP\d-F\d+\b")
 
 def is_argument_erratum(row: dict) -> bool:
     """A row that documents an erratum of a paper's *argument* rather than a measured contradiction:
-    a calibration the paper's own sensitivity bound does not certify (``PROOF_GAP``), a curve
-    whose shape the report cannot judge (saturated, floor, pre-asymptotic) while its explanation cites
-    an argued finding ("P4-F1"), or a significant failure under the literal reading of a statement
-    that an argued finding explains (the printed statement is false as written, e.g. P1-F1's output
-    that Thm 6(b) never defines).  Rows outside the assumptions are not."""
-    argued = bool(_ARGUED_ID.search(str(row.get("errata_ids") or "")))
-    if (row.get("verdict") in FAILED_VERDICTS and row.get("qualifier") == "literal reading" and argued
-            and can_fail(row) is not False):
-        return True     # the statement as printed is false (e.g. an output it never defines): an erratum of the text
+    a calibration the paper's own sensitivity bound does not certify (``PROOF_GAP``), or an
+    inconclusive row (a shape the report cannot judge, a range too short to discriminate) whose
+    explanation cites an erratum argued from the paper's own statements ("P4-F1", "P3-F1").  Rows
+    outside the assumptions or under a literal reading are not (they are counted apart as such)."""
     if is_headline(row) or not_a_claim(row):
         return False
     if row.get("verdict") == PROOF_GAP:
         return True
-    return (row.get("verdict") == "inconclusive" and str(row.get("qualifier") or "").startswith("shape:")
-            and bool(_ARGUED_ID.search(str(row.get("errata_ids") or ""))))
+    return row.get("verdict") == "inconclusive" and bool(_ARGUED_ID.search(str(row.get("errata_ids") or "")))
 
 
 def finding_groups(rows: list[dict], select=None) -> list[dict]:

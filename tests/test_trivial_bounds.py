@@ -176,3 +176,19 @@ def test_p1_tightness_trivial_bound():
     assert above.verdict == "holds" and above.can_fail is False and above.vacuous is True
     below = check_bound(m, np.array([0.5, 1.0, 1.0]), "EXPLICIT", key="P1.Thm4.uas", trivial_bound=triv)
     assert below.verdict == "holds" and below.can_fail is True and not below.vacuous
+
+
+def test_p4_loss_sup_uses_each_loss_own_growth():
+    """The hinge and logistic losses grow linearly in the margin: sup f = 1 + sup|m| (P4 point hinge with
+    kappa = 0.707, R = 2.5: 1 + kappa R = 2.77), not (1 + sup|m|)^q with the q = 2 every loss carries."""
+    from stabsim.analyses.p4_generalization import _loss_sup
+    from stabsim.losses import get_loss
+
+    kappa, R = 0.707, 2.5
+    hinge = get_loss("point_hinge")
+    assert _loss_sup(hinge, kappa, R) == pytest.approx(1.0 + hinge._margin_range(kappa, R))
+    assert _loss_sup(hinge, kappa, R) == pytest.approx(1.0 + kappa * R)
+    sq = get_loss("auc_squared")
+    assert _loss_sup(sq, kappa, R) == pytest.approx((1.0 + sq._margin_range(kappa, R)) ** 2)
+    qh = get_loss("auc_qhinge", 1.5)
+    assert _loss_sup(qh, kappa, R) == pytest.approx((1.0 + qh._margin_range(kappa, R)) ** 1.5)

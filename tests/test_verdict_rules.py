@@ -338,20 +338,22 @@ def test_a_calibration_priced_at_the_papers_sensitivity_is_a_proof_gap_not_a_fin
 
 
 def test_argument_errata_are_listed_apart_from_findings():
-    """Errata of the papers' arguments: a proof gap, a saturated curve whose explanation cites an
-    argued finding (P4-F1), a literal reading that an argued finding explains (P1-F1); not a plain
-    literal typesetting reading (P3-E1), not a row outside the assumptions, not a measured finding."""
+    """Errata of the papers' arguments: a proof gap, an inconclusive row whose explanation cites an
+    argued erratum (P4-F1's saturated curves, P3-F1's undiscriminating range); not a literal reading
+    (counted once, apart), not a row outside the assumptions, not a measured finding."""
     from stabsim.report_findings import is_argument_erratum
 
     gap = {"verdict": PROOF_GAP, "qualifier": "", "errata_ids": "P0-E2", "can_fail": True}
     sat = {"verdict": "inconclusive", "qualifier": "shape: saturated", "errata_ids": "P4-F1", "can_fail": True}
+    short = {"verdict": "inconclusive", "qualifier": "cannot discriminate", "errata_ids": "P3-F1", "can_fail": False}
     lit_f = {"verdict": "inconsistent", "qualifier": LITERAL_READING, "errata_ids": "P1-F1", "can_fail": True}
-    lit_e = dict(lit_f, errata_ids="P3-E1")
     outside = dict(gap, qualifier="outside the theorem's assumptions")
     finding = {"verdict": "violated", "qualifier": "", "errata_ids": "P0-E14", "can_fail": True}
-    assert [is_argument_erratum(r) for r in (gap, sat, lit_f)] == [True, True, True]
-    assert [is_argument_erratum(r) for r in (lit_e, outside, finding)] == [False, False, False]
-    assert is_headline(finding) and not any(is_headline(r) for r in (gap, sat, lit_f))
+    plain = {"verdict": "inconclusive", "qualifier": "curvature", "errata_ids": "P1-E3", "can_fail": True}
+    assert [is_argument_erratum(r) for r in (gap, sat, short)] == [True, True, True]
+    # a literal reading is counted once, among the failed verdicts that are not findings
+    assert [is_argument_erratum(r) for r in (lit_f, outside, finding, plain)] == [False] * 4
+    assert is_headline(finding) and not any(is_headline(r) for r in (gap, sat, short, lit_f))
 
 
 def test_p0_calibration_rows_name_the_routes_that_do_certify_the_noise():

@@ -35,14 +35,22 @@ def _M(lossf, kappa) -> float:
 
 
 def _loss_sup(lossf, kappa, R) -> float:
-    """sup of f over the data and the l2 ball of radius R (for the q-hinge: (1 + sup|m|)^q)."""
-    return (1.0 + lossf._margin_range(kappa, R)) ** lossf.q
+    """sup of f over the data and the l2 ball of radius R, with m = sup |margin|: 1 + m for the hinge and
+    the logistic loss (phi(m) <= 1 + |m|), (1 + m)^q for the q-hinge, (1 + m)^2 for the squared losses.
+    (``lossf.q`` is only meaningful for the q-hinge: every loss carries a default q = 2.)"""
+    m = lossf._margin_range(kappa, R)
+    name = lossf.name
+    if "qhinge" in name:
+        return (1.0 + m) ** lossf.q
+    if "hinge" in name or "logistic" in name:
+        return 1.0 + m
+    return (1.0 + m) ** 2
 
 
 def trivial_bound(qty: str, c) -> tuple[float | None, str]:
     """(the largest value the measured ``qty`` can take, a note) for one p4_gen cell, or (None, why) when W is
     unbounded.  Every P4 loss is >= 0 and at most S = ``_loss_sup`` on the ball of radius R (hinge, logistic:
-    phi(m) <= 1 + |m| <= (1 + |m|)^2; squared, q-hinge: (1 + |m|)^q; point_lsq with |y| <= 1: (w.x - y)^2 / 2
+    phi(m) <= 1 + |m|; q-hinge: (1 + |m|)^q; squared: (1 + |m|)^2; point_lsq with |y| <= 1: (w.x - y)^2 / 2
     <= (1 + kappa R)^2), and w_priv, every iterate w_j and every neighbour's output lie in W (projected), so:
     excess risk F(w_priv) - F(w_ref) <= S (F(w_ref) >= 0); optimization error (1/T) sum_j fhat_j(w_j) -
     fhat_j(w_ref) <= S; generalization gap F - F_S or the twin f(w(S^(k)); z_k) - f(w(S); z_k): |.| <= S;

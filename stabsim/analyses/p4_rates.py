@@ -171,6 +171,20 @@ def no_learning_row(v, n, mean, zero_excess: float, private: bool):
     return v.relabel("inconclusive", SHAPE_SATURATED, note=text), text
 
 
+def non_private_reference(v, eps: float):
+    """A rate row of a non-private cell (eps = 0, sigma = 0) qualified "outside the theorem's assumptions":
+    P4's utility theorems are about the output of the private algorithm with the noise of Thm 2/5
+    (sigma^2 >= 2.68 G^2), so a noise-free run is the reference curve, not support for the theorem."""
+    if eps > 0 or v.qualifier:
+        return v
+    from dataclasses import replace
+
+    from ..applicability import OUTSIDE
+    return replace(v, qualifier=OUTSIDE, notes=v.notes + (
+        "non-private cell (eps = 0, sigma = 0): the theorem is stated for the private algorithm with Thm 2/5's "
+        "noise; this noise-free run is the reference curve, counted apart",))
+
+
 def _saturated_text(sat_text: str, key: str, v) -> str:
     """The explanation of a saturated private row; a "(b)" row also says what P4-F1 is (an erratum of
     the proof, not of this curve)."""
@@ -273,6 +287,7 @@ def check_rates(spec, ds) -> CheckResult:
         if flat:
             res.measured["eta sigma^2 d per n, 2.68 eta G^2 d (P4-F1)" + (f" ({label})" if label else "")] = \
                 [np.round(fl["floor"], 4).tolist(), round(fl["floor_min"], 4)]
+        v = non_private_reference(v, params["risk"]["eps"])
         res.add(v, figure=fig, label=label or None, explanation=expl)
         sfx = f" ({label})" if label else ""
         res.measured["excess risk per n" + sfx] = np.nanmean(exc, axis=0).tolist()
@@ -360,6 +375,7 @@ def check_more_rates(spec, ds) -> CheckResult:
             res.measured["eta sigma^2 d per n, 2.68 eta G^2 d (P4-F1)" + (f" ({label})" if label else "")] = \
                 [np.round(fl["floor"], 4).tolist(), round(fl["floor_min"], 4)]
         name = res.figure(f"rate_{key[3:].replace('.', '_')}_{'_'.join(''.join(ch if ch.isalnum() else '-' for ch in s) for s in label.split(', '))}", fig)
+        v = non_private_reference(v, eps)
         res.add(v, figure=name, label=label or None, explanation=expl)
         res.measured["mean excess per n" + (f" ({label})" if label else "")] = np.nanmean(exc, axis=0).tolist()
     res.notes.append("Excess risk = F(w_priv) - F(w*) per replicate with the exact F(w*) (see _reference); F(w_priv) "

@@ -107,6 +107,8 @@ def _with_power(rows):
             v = v.uninformative("a power check of the audit (the noise scaled down on purpose), not a claim of the paper")
         elif not sanity:
             v = v.uninformative("no noise-scaled-down run in this study: the audit's power is not known")
+        elif detected and v.can_fail is False:
+            pass   # the row knows why it cannot fail whatever its power (e.g. no instance can reach Delta)
         elif detected:
             from dataclasses import replace
             v = replace(v, can_fail=True, power_note="the noise-scaled-down run of this study is detected")
@@ -151,7 +153,7 @@ def check_audit(spec, ds) -> CheckResult:
             from .privacy_audit_known import draw_known, known_measured, known_report, known_row
 
             rep, sc = known_report(spec, params, sub)
-            v, expl = known_row(rep, label)
+            v, expl = known_row(rep, label, sc.record)
             rows.append((v, expl, label or f"noise x{params['audit']['noise_scale']:g}"))
             draw_known(ax, rep, sc, label)
             res.measured[f"audit ({label or 'cell'})"] = known_measured(rep)
