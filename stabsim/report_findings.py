@@ -110,7 +110,7 @@ def finding_groups(rows: list[dict], select=None) -> list[dict]:
 _EPS = re.compile(r"\beps\s*=\s*([0-9][0-9.eE+-]*)")
 
 
-def eps_span(rows: list[dict]) -> str:
+def eps_span(rows: list[dict], failing: bool = True) -> str:
     """"fails from eps = 3 (4 values up to 1000)" when the rows of one finding are at several eps
     (read from their cases): the smallest eps at which the claim fails leads; "" otherwise."""
     vals = set()
@@ -123,6 +123,8 @@ def eps_span(rows: list[dict]) -> str:
     if len(vals) < 2:
         return ""
     lo, hi = min(vals), max(vals)
+    if not failing:
+        return f"at eps = {lo:g} .. {hi:g} ({len(vals)} values)"
     return f"fails from eps = {lo:g} ({len(vals)} values up to {hi:g})"
 
 
@@ -253,7 +255,7 @@ def finding_line(g: dict, link_errata) -> str:
     """One finding: paper and theorem reference, key, cases, verdict, errata links, figure, rows."""
     rows = g["rows"]
     ref = f"{g['paper']} {g['reference']}".strip() if g["reference"] else g["paper"]
-    span = eps_span(rows)
+    span = eps_span(rows, failing=any(r.get("verdict") in FAILED_VERDICTS + (PROOF_GAP,) for r in rows))
     what = merge_cases([str(r.get("case") or r.get("quantity") or "") for r in rows if r.get("key") == g["key"]])
     others = sorted({str(r.get("key")) for r in rows if r.get("key") != g["key"]})
     if others:   # repeats under another key (the ledger's rows of the same calibration)

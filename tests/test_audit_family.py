@@ -123,7 +123,7 @@ def test_cli_defaults_to_worst_case_and_reports_family(tmp_path):
 
 
 def test_canary_copies_refused_where_the_canary_changes_nothing(capsys):
-    from stabsim.privacy.audit_runner import _check_canary_copies
+    from stabsim.privacy.audit_cli import _check_canary_copies
 
     X = np.tile([1.0, 0.0], (20, 1))
     with pytest.raises(ValueError, match="no pair of opposite labels"):

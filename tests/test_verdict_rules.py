@@ -295,6 +295,8 @@ def test_finding_line_leads_with_the_first_failing_eps():
     rows = [{"case": f"p0_alg2, corrected, eps={e}"} for e in (1000, 10, 30)]
     assert eps_span(rows) == "fails from eps = 10 (3 values up to 1000)"
     assert eps_span([{"case": "eps=4.0"}]) == ""
+    # an inconclusive line does not "fail": it only says where it was measured
+    assert eps_span([{"case": "eps=1.0"}, {"case": "eps=16.0"}], failing=False) == "at eps = 1 .. 16 (2 values)"
 
 
 def test_rows_outside_the_assumptions_are_neither_support_nor_findings():

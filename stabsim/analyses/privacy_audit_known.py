@@ -29,7 +29,7 @@ from ..verdicts import Verdict
 def known_report(spec, params, sub):
     """The :class:`~stabsim.privacy.audit_output.KnownRandomnessReport` of one stored known-randomness cell
     (the record, Delta and sigma from one replicate of the same cell)."""
-    from ..experiments.privacy_audit import known_randomness_inputs
+    from ..setups.audit import known_randomness_inputs
     from ..privacy.audit_output import KnownRandomnessScores, known_randomness_report, known_randomness_scores
 
     a = params["audit"]

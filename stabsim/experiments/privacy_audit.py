@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..setups.audit import audit_inputs
+from ..setups.audit import audit_inputs, known_randomness_inputs
 from ..study import Param, StudySpec, register_kind
 from ..study.params import REQUIRED, _Bad, boolean, choice, integer, number, open_unit
 
@@ -82,19 +82,6 @@ def _kr_vars(shift, ratio):
         "ratio": (("replicate",), ratio, {"long_name": "known randomness: ||A(S') - A(S)|| / Delta (the paper's "
                                                        "sensitivity; NaN for the other threat models)"}),
     }
-
-
-def known_randomness_inputs(params, seed):
-    """(instance, keyword arguments of ``known_randomness_scores``) of a known-randomness cell: the worst
-    instance found by :func:`stabsim.privacy.audit_output.worst_instance` at the cell's algorithm, n, T,
-    eps, delta and options (searched on replicate ids 0..15 with the study's seed)."""
-    from ..privacy.audit_output import worst_instance
-
-    a = params["audit"]
-    inst = worst_instance(a["algorithm"], n=a["n"], T=a["T"] or None, eps=a["eps"], delta=a["delta"], seed=seed,
-                          options=a.get("options") or None)
-    kw = dict(inst["kwargs"], eps=a["eps"], delta=a["delta"], canary=inst["canary"], noise_scale=a["noise_scale"])
-    return inst, kw
 
 
 def _known_randomness_cell(spec, params, replicates):

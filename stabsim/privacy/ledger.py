@@ -17,11 +17,8 @@ Failure events (P0, P1): the sensitivity bound holds with probability >= 1 - del
 algorithm's indices, so the Gaussian part is accounted at delta/2 and the failure probability
 delta/2 is added back (total delta), as the papers' proofs do.
 
-Verdict of a row: "private" iff the exact eps bought <= the target eps, else "not certified by the
-paper's argument" (``verdict_core.PROOF_GAP``) with the reason: the price is taken at the paper's
-sensitivity bound, so a failure shows that the argument does not certify the claim, not that the
-algorithm is not private (the mechanism is DP at the larger eps it buys, and its true sensitivity
-may be smaller; the audits are the measured side).  ``sigma_ratio`` = sigma used / sigma needed (> 1: more noise
+Verdict of a row: "private" iff the exact eps bought <= the target eps, else ``verdict_core.PROOF_GAP``
+with the reason (priced at the paper's sensitivity bound: a gap in the argument, not a measured leak).  ``sigma_ratio`` = sigma used / sigma needed (> 1: more noise
 than needed).
 """
 
