@@ -215,6 +215,17 @@ def outside_opt_in(spec, extra=None) -> set:
             | _opted((spec.check or {}).get("outside_assumptions"), keys) | _opted(extra, keys))
 
 
+def outside(verdict, why: str):
+    """``verdict`` qualified "outside the theorem's assumptions" with ``why`` in its notes, unless it already
+    carries a qualifier (a row that makes no claim for another reason keeps it): reported, counted apart
+    from what held and from the findings."""
+    if verdict.qualifier:
+        return verdict
+    from dataclasses import replace
+
+    return replace(verdict, qualifier=OUTSIDE, notes=tuple(verdict.notes) + (why,))
+
+
 def mark_outside(verdict, mismatches):
     """``verdict`` with the qualifier "outside the theorem's assumptions" and the mismatches in its notes."""
     from dataclasses import replace

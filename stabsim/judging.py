@@ -130,16 +130,12 @@ def _run_values(ds: xr.Dataset, X, kappa, constants, gamma) -> tuple[dict, float
     return vals, D
 
 
-def _trivial_distance(vals: dict, t) -> np.ndarray | float | None:
-    """The largest distance two coupled runs can reach by step t whatever the data: min(D, 2 eta G t)
-    (each step moves either run by at most eta G, and the projection onto W is 1-Lipschitz); None
-    when neither is known (an unbounded W and a step-size schedule)."""
-    D = vals.get("D")
-    eta, G = vals.get("eta"), vals.get("G")
-    walk = None if (eta is None or G is None) else 2.0 * float(eta) * float(G) * np.asarray(t, dtype=float)
-    if walk is None:
-        return D
-    return walk if D is None else np.minimum(walk, D)
+def _trivial_distance(vals: dict, t):
+    """min(D, 2 eta G t) for the run's parameters (``stabsim.verdicts.coupled_distance_cap``); None when
+    neither is known (an unbounded W and a step-size schedule)."""
+    from .verdicts import coupled_distance_cap
+
+    return coupled_distance_cap(t, diameter=vals.get("D"), eta=vals.get("eta"), G=vals.get("G"))
 
 
 def _split_sweep(data, x: str | None) -> tuple[list, str | None]:

@@ -106,6 +106,22 @@ from .verdict_core import (  # noqa: F401  (re-exported)
 # EXPLICIT / EXPLICIT-DD
 # ---------------------------------------------------------------------------------------------
 
+def coupled_distance_cap(t, *, diameter=None, eta=None, G=None):
+    """The largest ||w_t - w'_t|| two coupled runs can reach by step t, whatever the data: min(diam W,
+    2 eta G t) -- both start at the same w_0, each step moves either run by at most eta G, and the
+    projection onto W is 1-Lipschitz (an average of iterates is no farther apart than the farthest pair).
+    A term that is not known (None or infinite) is left out; None when neither is known."""
+    t = np.asarray(t, dtype=float)
+    caps = []
+    if diameter is not None and np.isfinite(diameter):
+        caps.append(np.full(t.shape, float(diameter)))
+    if eta is not None and G is not None and np.isfinite(G):
+        caps.append(2.0 * float(eta) * float(G) * t)
+    if not caps:
+        return None
+    return caps[0] if len(caps) == 1 else np.minimum(caps[0], caps[1])
+
+
 def _align_bound(bound_values, template: xr.DataArray) -> xr.DataArray:
     """``bound_values`` on the coordinates of ``template`` (exact match, no interpolation)."""
     if isinstance(bound_values, xr.DataArray):
@@ -292,6 +308,6 @@ def _level_of(details: xr.Dataset) -> float:
     return float(details.attrs.get("level", 0.95))
 
 
-__all__ = ["Verdict", "SlopeFit", "check_bound", "check_rate", "fit_slope", "rate_exponent", "bound_slope",
+__all__ = ["Verdict", "SlopeFit", "check_bound", "coupled_distance_cap", "check_rate", "fit_slope", "rate_exponent", "bound_slope",
            "rate_rule", "rate_class", "holm_reject", "lack_of_fit_se", "last_decade", "BOUND_TAGS",
            "OK_VERDICTS", "FAILED_VERDICTS", "VACUOUS_TIGHTNESS"]

@@ -218,16 +218,17 @@ def tightness_trivial(c, eta, t, measure: str, sigma=0.0) -> tuple[np.ndarray | 
     gradients, of norm <= G; the searched x' lies in the ball of radius kappa, so G still holds; a projection is
     non-expansive) moves them apart by at most 2 eta G, and an average of iterates is no farther apart than
     the farthest of them.  The smaller of the two, squared for E||.||^2."""
-    t = np.asarray(t, dtype=float)
-    triv = np.full(t.shape, 2.0 * c["radius"] if np.isfinite(c["radius"]) else np.inf)
+    from ..verdicts import coupled_distance_cap
+
     what = []
     if np.isfinite(c["radius"]):
         what.append(f"diameter 2R = {2 * c['radius']:g}")
     noisy = bool(sigma) and float(sigma) != 0.0
-    if np.isfinite(c["G"]) and not noisy:
-        triv = np.minimum(triv, 2.0 * eta * c["G"] * t)
+    walk = np.isfinite(c["G"]) and not noisy
+    if walk:
         what.append(f"2 eta G t (eta G = {eta * c['G']:.3g})")
-    if not np.all(np.isfinite(triv)):
+    triv = coupled_distance_cap(t, diameter=2.0 * c["radius"], eta=eta if walk else None, G=c["G"])
+    if triv is None:
         return None, ("no trivial bound: W is unbounded and " + ("the run adds gradient noise" if noisy and
                                                                 np.isfinite(c["G"]) else "G is infinite"))
     sq = measure == "mean_sq"
@@ -311,7 +312,9 @@ def lower_bound_trivial(inst, t) -> tuple[np.ndarray, str]:
     one pair's loss, of norm <= G (``inst.G`` is the sup of ||x - x'|| over the +/- pairs of S and S', the
     AUC hinge's Lipschitz constant; same-label pairs have zero gradient), so ||w_j - w'_j|| <= 2 eta G j <= 2 eta G t
     for j <= t, and P1's output, an average of such w_{j-2}, is within 2 eta G t as well."""
-    triv = 2.0 * inst.eta * inst.G * np.asarray(t, dtype=float)
+    from ..verdicts import coupled_distance_cap
+
+    triv = coupled_distance_cap(t, eta=inst.eta, G=inst.G)
     return triv, (f"trivial bound: 2 eta G t (coupled runs from one w_0, steps of norm <= eta G = "
                   f"{inst.eta * inst.G:.3g}; W = R^d has no diameter)")
 

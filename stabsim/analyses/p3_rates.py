@@ -71,13 +71,12 @@ EPS_MAX = 1.0
 def outside_eps_range(v: Verdict, eps: float) -> Verdict:
     """``v`` qualified "outside the theorem's assumptions" when eps > ``EPS_MAX`` (kept in the report,
     counted apart from what held and from the findings, as the privacy ledger does for the same eps)."""
-    if not eps > EPS_MAX or v.qualifier:
+    if not eps > EPS_MAX:
         return v
-    from dataclasses import replace
+    from ..applicability import outside
 
-    from ..applicability import OUTSIDE
-    return replace(v, qualifier=OUTSIDE, notes=v.notes + (f"eps = {eps:g} > {EPS_MAX:g}: outside the range 0 < eps <= 1 "
-                                                          "of P3's calibration, which Thm 2-5 inherit (errata P3-E7)",))
+    return outside(v, f"eps = {eps:g} > {EPS_MAX:g}: outside the range 0 < eps <= 1 of P3's calibration, which "
+                      "Thm 2-5 inherit (errata P3-E7)")
 
 
 @register_check("p3_rates", description="P3 Thm 2-5: log-log slope in n of the regret / excess risk vs the theorem")

@@ -175,14 +175,12 @@ def non_private_reference(v, eps: float):
     """A rate row of a non-private cell (eps = 0, sigma = 0) qualified "outside the theorem's assumptions":
     P4's utility theorems are about the output of the private algorithm with the noise of Thm 2/5
     (sigma^2 >= 2.68 G^2), so a noise-free run is the reference curve, not support for the theorem."""
-    if eps > 0 or v.qualifier:
+    if eps > 0:
         return v
-    from dataclasses import replace
+    from ..applicability import outside
 
-    from ..applicability import OUTSIDE
-    return replace(v, qualifier=OUTSIDE, notes=v.notes + (
-        "non-private cell (eps = 0, sigma = 0): the theorem is stated for the private algorithm with Thm 2/5's "
-        "noise; this noise-free run is the reference curve, counted apart",))
+    return outside(v, "non-private cell (eps = 0, sigma = 0): the theorem is stated for the private algorithm "
+                      "with Thm 2/5's noise; this noise-free run is the reference curve, counted apart")
 
 
 def _saturated_text(sat_text: str, key: str, v) -> str:
@@ -269,7 +267,7 @@ def check_rates(spec, ds) -> CheckResult:
             v, expl, fl = floor_row(v, n, mean_exc, _per_n(sub["eta_eff"], n), sig_n, pb.d, c["G"], key)
             f1 = noise_term_finding(v, key, n, _per_n(sub["eta_eff"], n), sig_n, pb.d, c["G"])
         if sat is not None:
-            pass
+            pass   # the saturated text above is the whole explanation
         elif expl is not None:
             expl += "; " + "; ".join(v.notes)
         elif f1:
@@ -350,7 +348,7 @@ def check_more_rates(spec, ds) -> CheckResult:
                                     pb_.d, G_, key)
             f1 = noise_term_finding(v, key, n, _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n), pb_.d, G_)
         if sat is not None:
-            pass
+            pass   # the saturated text above is the whole explanation
         elif expl is not None:
             expl += "; " + "; ".join(v.notes)
         elif f1:

@@ -1,4 +1,4 @@
-"""Known-randomness rows of the check ``privacy_audit`` (issue #57, item 2; the estimator is
+"""Known-randomness rows of the check ``privacy_audit`` (the estimator is
 :mod:`stabsim.privacy.audit_output`).
 
 Threat model: the adversary knows the internal randomness xi (indices, burn-in points, order) and sees
@@ -112,14 +112,11 @@ def known_measured(rep) -> dict:
 
 
 def draw_known(ax, rep, sc, label):
-    z0, z1 = np.asarray(sc.z0), np.asarray(sc.z1)
-    lo, hi = np.quantile(np.concatenate([z0, z1]), [0.001, 0.999])
-    bins = np.linspace(lo, hi, 40)
-    ax[0].hist(z0, bins=bins, alpha=0.5, density=True, label="on S")
-    ax[0].hist(z1, bins=bins, alpha=0.5, density=True, label="on S'")
-    ax[0].set_title(f"{rep.algorithm} [known_randomness] noise x{rep.noise_scale:g}", fontsize=8)
-    ax[0].set_xlabel("projection statistic (units of the calibrated sigma)", fontsize=8)
-    ax[0].legend(fontsize=6)
+    from .privacy_audit import score_histograms
+
+    score_histograms(ax[0], np.asarray(sc.z0), np.asarray(sc.z1),
+                     f"{rep.algorithm} [known_randomness] noise x{rep.noise_scale:g}",
+                     "projection statistic (units of the calibrated sigma)")
     r = np.asarray(sc.ratio, float)
     ax[1].hist(r, bins=40)
     ax[1].axvline(1.0, color="k", ls=":", label="Delta (ratio 1)")

@@ -6,6 +6,8 @@ allowed range, and returns the value as a float (or int for the integer checks).
 
 from __future__ import annotations
 
+import numpy as np
+
 import math
 import numbers
 
@@ -83,3 +85,12 @@ def choice(name, value, allowed):
     if value not in allowed:
         _fail(name, value, "one of " + ", ".join(repr(a) for a in allowed))
     return value
+
+
+def scores(name, x, minimum=2, why=""):
+    """``x`` as a flat float array of at least ``minimum`` finite numbers (an audit's statistics), else a
+    ValueError naming ``name``; ``why`` says what needs that many."""
+    x = np.asarray(x, dtype=float).ravel()
+    if x.size < minimum or not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} must hold at least {minimum} finite numbers{why} (got {x.size} values)")
+    return x

@@ -141,10 +141,7 @@ def _bounds(fp, fn, n0, n1, a, delta, symmetric):
 
 
 def _as_scores(name, x):
-    x = np.asarray(x, dtype=float).ravel()
-    if x.size < 2 or not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} must hold at least 2 finite numbers (got {x.size} values)")
-    return x
+    return chk.scores(name, x, 2)
 
 
 def eps_lower_from_scores(scores0, scores1, *, delta=0.0, confidence=0.95, method="split",

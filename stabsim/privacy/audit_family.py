@@ -220,12 +220,8 @@ def family_fit(s0, s1, mixture: StepMixture, *, delta, confidence=0.95,
     log-likelihood ratios ``s0`` (runs on S) and ``s1`` (runs on S') of a P4 Alg. 1 audit."""
     delta = chk.delta(delta)
     confidence = chk.open_unit("confidence", confidence)
-    s0 = np.asarray(s0, float).ravel()
-    s1 = np.asarray(s1, float).ravel()
-    for name, s in (("s0", s0), ("s1", s1)):
-        if s.size < 30 or not np.all(np.isfinite(s)):
-            raise ValueError(f"{name} must hold at least 30 finite numbers for the normal intervals "
-                             f"(got {s.size} values)")
+    s0 = chk.scores("s0", s0, 30, " for the normal intervals")
+    s1 = chk.scores("s1", s1, 30, " for the normal intervals")
     lo_r, hi_r = (0.02, 50.0) if rho_range is None else (float(rho_range[0]), float(rho_range[1]))
     if not 0 < lo_r < hi_r:
         raise ValueError(f"rho_range must be (low, high) with 0 < low < high, got {rho_range!r}")

@@ -138,11 +138,7 @@ def gdp_audit(scores0, scores1, *, delta, confidence=0.95, threshold=None, direc
     """
     delta = chk.delta(delta)
     confidence = chk.open_unit("confidence", confidence)
-    s0 = np.asarray(scores0, float).ravel()
-    s1 = np.asarray(scores1, float).ravel()
-    for name, s in (("scores0", s0), ("scores1", s1)):
-        if s.size < 4 or not np.all(np.isfinite(s)):
-            raise ValueError(f"{name} must hold at least 4 finite numbers (got {s.size} values)")
+    s0, s1 = chk.scores("scores0", scores0, 4), chk.scores("scores1", scores1, 4)
     a = (1.0 - confidence) / 2.0
     if threshold is not None:
         direction = chk.choice("direction", direction, ("greater", "less"))

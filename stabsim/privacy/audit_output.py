@@ -1,4 +1,4 @@
-"""Known-randomness audits of the output-perturbation algorithms (issue #57, item 2).
+"""Known-randomness audits of the output-perturbation algorithms.
 
 Threat models of the audits (:mod:`stabsim.privacy.audit_runner`):
 
