@@ -193,7 +193,7 @@ def cmd_run(args) -> int:
 
         warm(log=lambda m: print(m, file=sys.stderr))
     elif args.backend in (None, "cpu"):   # a few studies: their (CPU) kernels, or an alike built-in study's, first
-        from .warmup import study_likeness, warm_studies
+        from .study.warm import study_likeness, warm_studies
 
         warm_studies(ids, log=lambda m: print(m, file=sys.stderr),
                      like={s.id: study_likeness(s.kind, s.sections) for s in specs})

@@ -1,16 +1,16 @@
-"""Compile one kernel in a helper process while this process compiles another (issue #17, item 1).
+"""Compile one kernel in a helper process while this process compiles another.
 
 A fresh install's first ``run_twin`` compiles two large units one after the other on one core:
-the kind's replicate (about 7 s on a 2-vCPU Xeon) and the twin kernel around it (about 2 s with
-the checkpoint sums).  They are separate compilations (the kernel calls the replicate through its
-address, ``kernels.native_call``), so the second can be compiled at the same time by another
-process: ``start(entries)`` starts ``python -m stabsim.warmup --stdin``, which compiles the
-given (module, name, signatures) into numba's on-disk cache, and ``finish(helper)`` waits for
-it once this process has compiled its own part; the call that follows then loads the kernel
-from the cache instead of compiling it.  A caller may also hand over callees that its own
-compilation types late (``twin._late_callees``: the fast replicates' stream keys and first draws,
-about 1.2 s in, then ``_record`` and the loss value): those the helper has saved by then
-are loaded instead of compiled.  Nothing is computed in the helper, so no number depends on it.
+the kind's replicate and the twin kernel around it.  They are separate compilations (the kernel
+calls the replicate through its address, ``kernels.native_call``), so the second can be compiled
+at the same time by another process: ``start(entries)`` starts ``python -m
+stabsim.compile_helper``, which compiles the given (module, name, signatures) into numba's
+on-disk cache, and ``finish(helper)`` waits for it once this process has compiled its own part;
+the call that follows then loads the kernel from the cache instead of compiling it.  A caller may
+also hand over callees that its own compilation types late (``twin._late_callees``: the fast
+replicates' stream keys and first draws, then ``_record`` and the loss value): those the helper
+has saved by then are loaded instead of compiled.  Nothing is computed in the helper, so no
+number depends on it.
 
 Nothing is started when there is nothing to gain: every signature already compiled in this
 process or present in the on-disk cache, numba without an on-disk cache, a single usable core,
@@ -37,6 +37,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+
+from .compile_helper import usable_cores
+from .kernel_signatures import resolve
 
 #: the folder holding the stabsim package this module belongs to
 _ROOT = str(Path(__file__).resolve().parent.parent)
@@ -66,12 +69,10 @@ def cached(dispatcher, sig: tuple) -> bool:
 def uncached(entries) -> list:
     """``entries`` ((module, dispatcher name, [signature, ...]) as in the warm-up's recorded list)
     without the signatures already ``cached``, and without names that do not resolve."""
-    from .warmup import _resolve
-
     todo = []
     for module, name, sigs in entries:
         try:
-            disp = _resolve(module, name)
+            disp = resolve(module, name)
         except Exception:
             continue
         left = [s for s in sigs if not cached(disp, s)]
@@ -83,8 +84,6 @@ def uncached(entries) -> list:
 def start(entries, later=()) -> subprocess.Popen | None:
     """Start compiling the ``uncached`` part of ``entries`` in a helper process, then (not waited
     for by ``finish``) that of ``later``; None if nothing needs it or it could not start."""
-    from .warmup import usable_cores
-
     if os.environ.get("STABSIM_NO_WARMUP") == "1" or usable_cores() < 2:
         return None
     todo, todo_later = uncached(entries), uncached(later)
@@ -93,7 +92,7 @@ def start(entries, later=()) -> subprocess.Popen | None:
     try:
         # run from the folder holding this stabsim, so that the helper imports this very source
         # (``-m`` puts the working folder first on the path) and fills this source's cache
-        proc = subprocess.Popen([sys.executable, "-m", "stabsim.warmup", "--stdin"], stdin=subprocess.PIPE,
+        proc = subprocess.Popen([sys.executable, "-m", "stabsim.compile_helper"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE if todo_later else subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, cwd=_ROOT)
         proc.stdin.write(pickle.dumps((todo, todo_later)))

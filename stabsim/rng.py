@@ -27,6 +27,8 @@ import math
 
 import numpy as np
 from numba import prange
+
+from . import compile_beside
 from .jit import njit
 
 STREAM_INDEX = 1
@@ -158,9 +160,7 @@ def _compiled(filler, out: np.ndarray) -> bool:
         from numba import typeof
         from numba.core import types
 
-        from .compile_beside import cached
-
-        _ON_DISK[key] = cached(filler, (types.uint64, types.int64, typeof(out)))
+        _ON_DISK[key] = compile_beside.cached(filler, (types.uint64, types.int64, typeof(out)))
     return _ON_DISK[key]
 
 

@@ -3,6 +3,7 @@ numba's on-disk cache, runs a build specialised to the call's configuration
 (``stabsim.kernels.twin.replicate_address``, issue #17 item 1): it must give the general build's
 numbers bit for bit, and a compiled general build must be used whenever there is one."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -13,7 +14,7 @@ import early_children
 import numpy as np
 import pytest
 
-from stabsim import compile_beside, rng, run_twin, warmup
+from stabsim import compile_beside, rng, run_twin
 from stabsim.kernels import native_call, twin
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +96,7 @@ def test_the_helper_imports_no_xarray():
     package's public names are imported on first use (``stabsim.__getattr__``), so it does not
     import xarray and pandas (about 0.3 s); a user's ``stabsim.run_twin`` still works after a bare
     ``import stabsim``, and so does a submodule not imported yet."""
-    code = ("import sys, stabsim.warmup, stabsim.kernels.twin\n"
+    code = ("import sys, stabsim.compile_helper, stabsim.kernels.twin\n"
             "print(sorted(m for m in ('xarray', 'pandas') if m in sys.modules))\n"
             "import stabsim\n"
             "print(stabsim.run_twin.__module__, stabsim.theory.__name__, 'run_twin' in dir(stabsim))\n"
@@ -150,12 +151,15 @@ def test_a_call_waits_for_the_general_build_a_helper_is_compiling(monkeypatch):
 
 
 def test_the_warm_up_records_the_general_builds(monkeypatch, tmp_path):
-    """``python -m stabsim.warmup --used-by`` / ``--record`` run studies to record the kernels they
+    """``tools/record_kernels.py`` (and its ``--used-by``) runs studies to record the kernels they
     use; a cold start there would record specialised builds the warm-up cannot name, and no
     compiled data filler at all."""
     seen = []
     monkeypatch.setattr("stabsim.cli.main", lambda argv: seen.append((twin.SPECIALISE_COLD, rng.PYTHON_FILL_MAX)) or 0)
     monkeypatch.setattr(twin, "SPECIALISE_COLD", True)
     monkeypatch.setattr(rng, "PYTHON_FILL_MAX", rng.PYTHON_FILL_MAX)
-    assert warmup._main(["--used-by", "p1_thm4_gen", "--into", str(tmp_path / "used.pkl")]) == 0
+    spec = importlib.util.spec_from_file_location("record_kernels", ROOT / "tools" / "record_kernels.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--used-by", "p1_thm4_gen", "--into", str(tmp_path / "used.pkl")]) == 0
     assert seen == [(False, 0)]

@@ -11,9 +11,9 @@ import pytest
 from numba import typeof
 
 from stabsim import compile_beside, run_twin
+from stabsim.compile_helper import usable_cores
 from stabsim.kernels import giga, native_call, twin
 from stabsim.losses import AUC
-from stabsim.warmup import usable_cores
 
 TARGET = """
 from stabsim.jit import njit

@@ -1,35 +1,49 @@
 """stabsim.warmup: the recorded kernels compile in worker processes into numba's on-disk cache,
-once per source version, and a run then loads them (issue #17).  No timing is asserted."""
+once per source version, and a run then loads them; stabsim.study.warm: a few studies' kernels;
+tools/record_kernels.py: what is recorded.  No timing is asserted."""
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 from numba import types
 
-from stabsim import rng, warmup
+from stabsim import kernel_signatures, rng, warmup
+from stabsim.study import warm as study_warm
 
 SIG = (types.uint64, types.int64, types.Array(types.float64, 1, "C"))
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "record_kernels.py"
+
+
+def record_tool():
+    """The maintainer's recording script (tools/record_kernels.py), imported as a module."""
+    spec = importlib.util.spec_from_file_location("record_kernels", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_recorded_signatures_resolve_to_kernels():
-    entries = warmup.load_signatures()
+    entries = kernel_signatures.load_signatures()
     assert entries, "stabsim/data/kernel_signatures.pkl is missing or unreadable"
     paths = {(m, p) for m, p, _ in entries}
     assert ("stabsim.kernels.twin", "_twin_kernel") in paths   # the twin kernel and its replicates
     assert ("stabsim.kernels.twin", "_CPU_REPLICATES[0]") in paths
     for module, path, sigs in entries:
-        disp = warmup._resolve(module, path)
+        disp = kernel_signatures.resolve(module, path)
         assert hasattr(disp, "compile") and sigs
 
 
 def test_recorded_signatures_fit_the_kernels_arguments():
     """A kernel whose parameters changed makes its recorded signatures fail in the warm-up's
     workers (silently: the run then compiles them itself).  Re-record, or extend the record,
-    when this fails: ``python -m stabsim.warmup --record`` with an empty numba cache."""
+    when this fails: ``python tools/record_kernels.py`` with an empty numba cache."""
     import inspect
 
-    for module, path, sigs in warmup.load_signatures():
-        params = inspect.signature(warmup._resolve(module, path).py_func).parameters.values()
+    for module, path, sigs in kernel_signatures.load_signatures():
+        params = inspect.signature(kernel_signatures.resolve(module, path).py_func).parameters.values()
         fixed = sum(1 for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD))
         varargs = any(q.kind == q.VAR_POSITIONAL for q in params)
         for sig in sigs:
@@ -40,7 +54,7 @@ def test_recorded_signatures_fit_the_kernels_arguments():
 def test_tasks_put_each_twin_replicate_alone_and_first():
     entries = [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "_CPU_REPLICATES[3]", [SIG]),
                ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.kernels.twin", "_CPU_REPLICATES[0]", [SIG])]
-    tasks = warmup._tasks(entries)
+    tasks = warmup.tasks(entries)
     assert [t[0][1] for t in tasks[:2]] == ["_CPU_REPLICATES[3]", "_CPU_REPLICATES[0]"]
     assert sorted(e[1] for e in tasks[2]) == ["fill_normal", "fill_uniform"]
 
@@ -82,16 +96,16 @@ def test_studies_records_name_kernels_of_the_suites_list():
     suite's warm-up also compiles: a record out of step with the kernels only wastes the warm-up."""
     from stabsim.study import default_studies_dir
 
-    table = warmup.load_study_kernels()
+    table = kernel_signatures.load_study_kernels()
     assert table, "stabsim/data/study_kernels.pkl is missing or unreadable"
     studies = {p.stem for p in default_studies_dir().glob("*.toml")}
     assert set(table) <= studies and len(table) >= len(studies) - 2
     # by kernel, not by name: a kernel imported into several modules is named after the first one found
-    suite = {id(warmup._resolve(m, p)): sigs for m, p, sigs in warmup.load_signatures()}
+    suite = {id(kernel_signatures.resolve(m, p)): sigs for m, p, sigs in kernel_signatures.load_signatures()}
     assert sum(bool(e) for e in table.values()) > len(table) // 2   # (a few, such as P2's privacy table, use none)
     for sid, entries in table.items():
         for module, path, sigs in entries:
-            disp = warmup._resolve(module, path)
+            disp = kernel_signatures.resolve(module, path)
             assert hasattr(disp, "compile")
             assert all(s in suite.get(id(disp), ()) for s in sigs), (sid, module, path)
     twin_kinds = [e for e in table["p1_thm4_gen"] if e[1].startswith("_CPU_REPLICATES")]
@@ -107,19 +121,19 @@ def test_warm_studies_compiles_only_what_is_not_cached(tmp_path, monkeypatch):
              "b": [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.rng", "fill_normal", [SIG])]}
     path = tmp_path / "studies.pkl"
     path.write_bytes(pickle.dumps(table))
-    assert warmup.study_entries(["a", "b", "user's own"], path) == [
+    assert study_warm.study_entries(["a", "b", "user's own"], path) == [
         ("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG]),
         ("stabsim.rng", "fill_normal", [SIG])]
     asked = []
-    monkeypatch.setattr(warmup, "warm", lambda *a, **k: asked.append(k) or {"compiled": 1})
+    monkeypatch.setattr(study_warm, "warm", lambda *a, **k: asked.append(k) or {"compiled": 1})
     cached = set()
     monkeypatch.setattr(compile_beside, "cached", lambda disp, sig: disp.py_func.__name__ in cached)
-    assert warmup.warm_studies(["a"], path=path) == {"compiled": 1}     # two modules: two tasks
+    assert study_warm.warm_studies(["a"], path=path) == {"compiled": 1}     # two modules: two tasks
     assert asked[-1]["entries"] == table["a"] and asked[-1]["mark"] is False
     cached.add("checkpoint_sums")
-    assert warmup.warm_studies(["a"], path=path) is None               # one task left: compiled as usual
+    assert study_warm.warm_studies(["a"], path=path) is None               # one task left: compiled as usual
     cached.add("fill_uniform")
-    assert warmup.warm_studies(["a", "b"], path=path) is None
+    assert study_warm.warm_studies(["a", "b"], path=path) is None
     assert len(asked) == 1
 
 
@@ -136,11 +150,12 @@ def test_a_users_study_gets_the_kernels_every_alike_built_in_study_uses(tmp_path
                                                                 '[audit]\nalgorithm = "p4_alg1"\n')
         (studies / f"{sid}.toml").write_text(body)
     (studies / "broken.toml").write_text("not toml [")
-    assert warmup.stand_ins("twin_risk", "p1_alg1", studies) == ["a", "b"]
-    assert warmup.stand_ins("privacy_audit", "p4_alg1", studies) == ["d"]
-    assert warmup.stand_ins("twin_risk", "p4_alg1", studies) == []
-    assert warmup.study_likeness("twin", {"algorithm": {"name": "p1_alg1"}}) == ("twin", "p1_alg1")
-    assert warmup.study_likeness("privacy_audit", {"audit": {"algorithm": "p2_alg1"}}) == ("privacy_audit", "p2_alg1")
+    assert study_warm.stand_ins("twin_risk", "p1_alg1", studies) == ["a", "b"]
+    assert study_warm.stand_ins("privacy_audit", "p4_alg1", studies) == ["d"]
+    assert study_warm.stand_ins("twin_risk", "p4_alg1", studies) == []
+    assert study_warm.study_likeness("twin", {"algorithm": {"name": "p1_alg1"}}) == ("twin", "p1_alg1")
+    assert study_warm.study_likeness("privacy_audit", {"audit": {"algorithm": "p2_alg1"}}) == \
+        ("privacy_audit", "p2_alg1")
 
     other = "(float64,)"
     table = {"a": [("stabsim.rng", "fill_uniform", [SIG, other]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG])],
@@ -149,17 +164,17 @@ def test_a_users_study_gets_the_kernels_every_alike_built_in_study_uses(tmp_path
     path = tmp_path / "studies.pkl"
     path.write_bytes(pickle.dumps(table))
     like = {"mine": ("twin_risk", "p1_alg1"), "odd": ("twin_risk", "p4_alg1")}
-    orig = warmup.stand_ins
-    monkeypatch.setattr(warmup, "stand_ins", lambda kind, alg: orig(kind, alg, studies))
-    assert warmup.study_entries(["mine"], path, like) == [("stabsim.rng", "fill_uniform", [SIG])]
-    assert warmup.study_entries(["odd", "mine2"], path, like) == []          # nothing alike / no likeness
-    assert warmup.study_entries(["c", "mine"], path, like) == [              # a recorded study: its record
+    orig = study_warm.stand_ins
+    monkeypatch.setattr(study_warm, "stand_ins", lambda kind, alg: orig(kind, alg, studies))
+    assert study_warm.study_entries(["mine"], path, like) == [("stabsim.rng", "fill_uniform", [SIG])]
+    assert study_warm.study_entries(["odd", "mine2"], path, like) == []          # nothing alike / no likeness
+    assert study_warm.study_entries(["c", "mine"], path, like) == [              # a recorded study: its record
         ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.rng", "fill_uniform", [SIG])]
-    assert warmup.study_entries(["mine"], path) == []                            # no likeness given: none
+    assert study_warm.study_entries(["mine"], path) == []                            # no likeness given: none
 
 
 def test_record_studies_runs_each_study_alone_and_skips_one_that_fails(tmp_path, capsys):
     out = tmp_path / "studies.pkl"
-    assert warmup.record_studies(["p2_thm1_privacy", "no_such_study"], out=out) == 1
-    assert warmup.load_study_kernels(out) == {"p2_thm1_privacy": []}   # a privacy table: no kernel
+    assert record_tool().record_studies(["p2_thm1_privacy", "no_such_study"], out=out) == 1
+    assert kernel_signatures.load_study_kernels(out) == {"p2_thm1_privacy": []}   # a privacy table: no kernel
     assert "no_such_study: not recorded" in capsys.readouterr().err

@@ -877,7 +877,7 @@ def _late_callees(kind: int) -> list:
     1.4-1.5 and 1.7-1.8 s (2-vCPU AMD EPYC): whichever it is done with is loaded, the others are
     compiled here as before.  The signatures are the warm-up's recorded ones (the
     kernel's arguments have fixed types); one the call does not use only costs the helper's time."""
-    from ..warmup import load_signatures
+    from ..kernel_signatures import load_signatures
 
     want = _LATE_CALLEES[kind]
     # by name: a callee imported from elsewhere (``stream_key``) is recorded under the module of
