@@ -20,7 +20,8 @@ serialize_cache_saves()  # no two processes' cache entries mixed in one index (_
 
 # The public names are imported on first use (PEP 562), so that a process that needs only a
 # kernel module (the helper that compiles beside a cold call, ``stabsim.compile_beside``; a
-# warm-up worker) does not import xarray and pandas with the package (about 0.3 s).
+# warm-up worker) does not import xarray and pandas with the package (about half of the
+# package's import time; benchmarks/README.md, "Import time").
 _PUBLIC = {"ALGORITHMS": "algorithms", "get_algorithm": "algorithms", "get_constraint": "constraints",
            "make_problem": "synthetic", "LOSSES": "losses", "get_loss": "losses", "Neighbour": "neighbours",
            "log_checkpoints": "twin", "run_twin": "twin",

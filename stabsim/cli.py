@@ -33,10 +33,10 @@ Bad input ends with a one-line ``stabsim: error: ...`` and exit status 2 (set
 scheduler's wall-time limit) with 143, both within about a second, even mid-chunk, after
 saying how to resume.
 
-Hooks for other modules: ``stabsim report`` calls ``stabsim.report.report(out_dir)`` when
-that module exists (else the placeholder ``report`` below); ``stabsim audit ARGS`` calls
-``stabsim.privacy.audit_runner.main(ARGS) -> int`` (ARGS: the list of arguments after
-``audit``) when that module defines it.
+Other modules behind two commands: ``stabsim report`` calls ``stabsim.report.report(out_dir)``
+(``report`` below, a list of the studies in the folder and the state of their results, is what
+it prints only if ``stabsim.report`` cannot be imported); ``stabsim audit ARGS`` calls
+``stabsim.privacy.audit_runner.main(ARGS) -> int`` (ARGS: the list of arguments after ``audit``).
 """
 
 from __future__ import annotations
@@ -297,13 +297,13 @@ def _failure_text(e: Exception) -> str:
     return ("skipped (missing optional package: " if missing else "error (") + text + ")"
 
 
-# ---- report (placeholder) -------------------------------------------------------------------
+# ---- report (fallback without stabsim.report) ----------------------------------------------
 
 def report(out_dir) -> str:
-    """Placeholder report: the studies in ``out_dir`` and the state of their results.
+    """The studies in ``out_dir`` and the state of their results, one line each.
 
-    The real report (figures, bound overlays, verdicts, summary.md) will replace this:
-    define ``stabsim.report.report(out_dir)`` and ``stabsim report`` uses it.
+    ``stabsim report`` prints this only when ``stabsim.report`` cannot be imported; otherwise
+    it writes the full report (``stabsim.report.report``: findings, verdicts, figures).
     """
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
@@ -376,7 +376,7 @@ def cmd_audit(args) -> int:
     entry = getattr(mod, "main", None)
     if entry is None:
         print("stabsim: error: 'stabsim audit' is provided by stabsim.privacy.audit_runner when it defines "
-              "main(argv) -> int; it does not (yet)", file=sys.stderr)
+              "main(argv) -> int; the installed one does not", file=sys.stderr)
         return 2
     return int(entry(list(args.args)) or 0)
 

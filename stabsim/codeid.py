@@ -13,8 +13,8 @@ mixes replicates of two versions of the code (docs/reliability.md, "Code identit
 Two identities *match* when the keys in ``MATCH_KEYS`` agree (the source hash and the three
 versions); the git commit and dirty flag are for people (a commit that changes no module of
 the package changes no result).  The source hash is computed once per process, at import
-of ``stabsim`` (about 5 ms for ~1 MB of source), so it describes the modules this process
-loaded even if the files are edited while it runs.
+of ``stabsim`` (a small part of the import; benchmarks/README.md, "Import time"), so it
+describes the modules this process loaded even if the files are edited while it runs.
 
 This module imports neither numba nor numpy at import time: ``stabsim/__init__.py`` uses it
 to key numba's on-disk cache by the source hash before any kernel is compiled.

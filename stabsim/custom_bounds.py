@@ -1,4 +1,4 @@
-"""Bounds written in a study file: ``[bounds.custom.NAME]`` (issue 16, item 2).
+"""Bounds written in a study file: ``[bounds.custom.NAME]``.
 
 ::
 

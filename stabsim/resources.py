@@ -85,9 +85,9 @@ def available_memory() -> int | None:
     return min(cands) if cands else None
 
 
-#: requests below this many bytes are not checked: asking the system costs about 0.1 ms (psutil),
-#: more than a small ``run_twin`` call itself, and numpy's own MemoryError covers a machine that
-#: has not even this much left
+#: requests below this many bytes are not checked: asking the system (psutil) costs more than a
+#: small ``run_twin`` call itself (benchmarks/README.md, "run_twin's overhead per call"), and
+#: numpy's own MemoryError covers a host that has not even this much left
 CHECK_MEMORY_FROM = 64 * 2**20
 
 
@@ -225,8 +225,9 @@ def release_freed_memory() -> bool:
     (glibc's ``malloc_trim(0)``); True if it ran, False where there is no glibc (macOS, musl).
 
     glibc keeps freed blocks below its mmap threshold (which grows up to 32 MiB with the sizes a
-    process frees) for reuse, so a long ``stabsim run suite`` held 100-150 MB more between studies
-    than it used (measured).  Called between studies; nothing computed depends on it."""
+    process frees) for reuse, so without this a long ``stabsim run suite`` holds more memory between
+    studies than it uses (benchmarks/README.md, "Memory").  Called between studies; nothing
+    computed depends on it."""
     trim = _libc_function("malloc_trim", (ctypes.c_size_t,))
     if trim is None:
         return False
@@ -239,10 +240,10 @@ def freeze_long_lived() -> None:
     matplotlib's state -- out of the cyclic garbage collector's sight (a full collection, then
     ``gc.freeze()``), so that its later full collections walk only what the run creates.
 
-    A suite's analysis worker made about 30 full collections of some 380,000 objects each, 13 s of
-    its CPU; frozen after its imports, its analyses of the 70 studies took 72 -> 65 s of CPU at the
-    same peak RSS (benchmarks/README.md, session 33).  Objects frozen here are never collected, so
-    it is called once a process has imported what it keeps for its life, not between studies.
+    Most objects a suite's analysis worker tracks come from its imports; every full collection
+    walks them again; frozen after the imports, the worker spends less CPU collecting at the same
+    peak memory (benchmarks/README.md, "Memory").  Objects frozen here are never collected, so it
+    is called once a process has imported what it keeps for its life, not between studies.
     Nothing computed depends on it."""
     gc.collect()   # garbage first: frozen, it would never be freed
     gc.freeze()
@@ -254,10 +255,10 @@ def limit_malloc_arenas(n: int = 1) -> bool:
     used here too); True if it ran, False where there is no glibc.
 
     glibc gives threads heaps of their own (up to 8 per core); what numba's worker threads free
-    there is not handed back by ``malloc_trim`` as well as the main heap's, so a full suite's main
-    process kept about 130 MB more after P1 Table 1 than with one heap (benchmarks/README.md,
-    session 25).  The kernels allocate per replicate, not per step: sharing one heap cost no
-    measurable time (the README has the numbers).  Nothing computed depends on it.  Called by
+    there is not handed back by ``malloc_trim`` as well as the main heap's, so with a heap per
+    thread a full suite's main process keeps more memory after the threaded studies (P1 Table 1).
+    The kernels allocate per replicate, not per step, so sharing one heap costs no measurable
+    time (benchmarks/README.md, "Memory").  Nothing computed depends on it.  Called by
     ``stabsim run`` before it starts worker threads."""
     value = os.environ.setdefault("MALLOC_ARENA_MAX", str(int(n)))
     mallopt = _libc_function("mallopt", (ctypes.c_int, ctypes.c_int))

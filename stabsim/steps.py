@@ -78,8 +78,8 @@ def _as_step_array(spec) -> np.ndarray:
 
 def kernel_step_sizes(spec, T: int) -> tuple[np.ndarray, int]:
     """The step sizes as the twin kernel reads them, eta_t = etas[t * stride]: a constant
-    schedule is one number (stride 0), so a run of T steps needs no T-long array (8 MB and
-    about 0.3-10 ms of page faults at T = 10^6); any other schedule is ``step_sizes(spec, T)``
+    schedule is one number (stride 0), so a run of T steps needs no T-long array (8 MB at
+    T = 10^6, and its page faults); any other schedule is ``step_sizes(spec, T)``
     (stride 1).  Validated exactly like ``step_sizes``."""
     if isinstance(spec, numbers.Real) or (isinstance(spec, (list, tuple)) and len(spec) == 2
                                           and isinstance(spec[0], str) and spec[0] == "constant"):

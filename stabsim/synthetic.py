@@ -143,7 +143,8 @@ def _p4_round(st: _Stream, m: int, d: int, w, kap: float, lsq: bool, need: int):
     are drawn (tests/test_synthetic_p4.py compares with drawing them all).  A drawn row is
     normalised in place, once (a row's norm is its own reduction, so that equals normalising the
     whole array); rows not drawn stay ones, whose labels are discarded.  Only the kept rows
-    returned are copied: F(w*)'s 400 000-point test sample peaked at 177 MB, now 117."""
+    returned are copied, which lowers the peak memory of F(w*)'s 400 000-point test sample
+    (benchmarks/README.md, "Data sets and samples")."""
     pos_x, pos_noise = st.pos, st.pos + 2 * m * d
     st.pos = pos_noise + 2 * m
     X = np.ones((m, d))

@@ -1,19 +1,18 @@
-"""The thread pools of a `stabsim run`: BLAS on one thread, OpenMP's threads idle sooner (issue #17).
+"""The thread pools of a `stabsim run`: BLAS on one thread, OpenMP's threads idle sooner.
 
 stabsim parallelises with numba: its threads (OpenMP by default), one per core, run the prange
 loops.  numpy's and scipy's BLAS (OpenBLAS, MKL) keep a thread pool of their own, also one
 thread per core, for matrix products, and both pools spin for a while after their work before
 they sleep.  With few cores the two pools fight: a Python loop that alternates a parallel numba
 kernel with scipy code calling BLAS (an L-BFGS-B step, a matrix-vector product) waits for a BLAS
-thread that cannot run while numba's thread spins on the other core.  Measured on this 2-core
-machine (benchmarks/README.md, "Two thread pools"): an L-BFGS-B evaluation around a 0.4 ms
-parallel kernel took 6.7 ms, and 0.44 ms with BLAS on one thread; the study p2_lemma3_metric
-(its ERM is such a loop) 18.0 -> 5.6 s.
+thread that cannot run while numba's thread spins on the other core: on two cores such an
+evaluation takes many times as long as with BLAS on one thread, and so does the study
+p2_lemma3_metric, whose ERM is such a loop (benchmarks/README.md, "Thread pools").
 
 GNU OpenMP's threads, after each parallel loop, spin about 300 000 times before they sleep.
 A study that calls short kernels between lines of Python (P3's figures: 1680 GIGA runs) spends
-as much CPU spinning as computing: p3_fig5 used 28-30 s of CPU in 16-17 s, and 17 s of CPU in
-the same time with a spin of 1000 (``GOMP_SPINCOUNT``).  Alone that costs nothing; in a suite,
+about as much CPU spinning as computing, and about none with a spin of 1000 (``GOMP_SPINCOUNT``),
+in the same wall time (benchmarks/README.md, "Thread pools").  Alone that costs nothing; in a suite,
 whose analyses and privacy ledger run in other processes on the same cores, it is CPU they wait
 for.
 

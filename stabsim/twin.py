@@ -164,11 +164,12 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     mirror_identical : a replicate whose S' is S bit for bit, with shared noise, runs S once and
         reports it for both (same numbers as ``False``, which runs both: tests/test_mirror.py).
     raw : return a ``TwinRecord`` (the recorded arrays and the metadata; ``.dataset()`` gives the
-        Dataset, ``.var(name)`` one (replicate, t) array) instead of building the Dataset, which
-        costs about 1 ms: for callers that run many small calls (the worst-neighbour search).
+        Dataset, ``.var(name)`` one (replicate, t) array) instead of building the Dataset (most of
+        a short call's time): for callers that run many small calls (the worst-neighbour search).
     specialise : True runs the kernel compiled for this configuration (loss, constraint, noise,
-        output rule, d as constants): the same numbers, 20-40 % faster at d <= 20 without noise
-        (slower with it), after a first compilation of about 4 s (cached on disk).  None
+        output rule, d as constants): the same numbers, faster at small d without noise
+        (slower with it), after a first compilation of its own (cached on disk;
+        benchmarks/README.md, "Specialised builds").  None
         (default): for a long noise-free call (``kernels.twin.wants_specialised``); False: never.
 
     Returns
@@ -303,7 +304,8 @@ def backend_kernel(backend: str):
     return twin_kernel
 
 
-#: rough cost of one twin step at d = 10 on one core (benchmarks/: 25-45 ns), for the progress estimate
+#: rough cost of one twin step at d = 10 on one core, for the progress estimate (an upper end of
+#: what benchmarks/bench_twin.py measures: benchmarks/README.md, "run_twin's overhead per call")
 NS_PER_TWIN_STEP = 50.0
 #: a call estimated to take longer than this shows a progress bar (``progress=None``)
 PROGRESS_SECONDS = 5.0

@@ -1,4 +1,4 @@
-"""The per-theorem checks that the generic overlay check replaced (issue #16), kept as readable
+"""The per-theorem checks that the generic overlay check replaced, kept as readable
 references: tests/test_overlay_equivalence.py runs each converted study and asserts that the
 overlay's verdict rows (key, case, verdict, margin, tightness, vacuous flag) equal what the
 specific check gives on the same data.  They are not registered and not part of the package.

@@ -1,4 +1,4 @@
-"""The audits' and the ledger's accounting remembered within a process (issue #17): the same numbers
+"""The audits' and the ledger's accounting remembered within a process: the same numbers
 as computing afresh, each mechanism (or search point) computed once, the record -> mechanism mapping
 unchanged."""
 

@@ -128,7 +128,7 @@ keys = ["custom.appl_mine"]
 """
 
 
-# ---- the two user files of issue 56: refused with the mismatch named, accepted when opted in ------
+# ---- two user files outside the assumptions: refused with the mismatch named, accepted when opted in
 
 P4_FILE = """
 [study]

@@ -1,4 +1,4 @@
-"""Subsampled-Gaussian family fit (stabsim.privacy.audit_family) and the audit CLI defaults (issue 57)."""
+"""Subsampled-Gaussian family fit (stabsim.privacy.audit_family) and the audit CLI defaults."""
 
 import json
 

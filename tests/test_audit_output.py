@@ -1,4 +1,4 @@
-"""Known-randomness audits (stabsim.privacy.audit_output, issue #57 item 2) and a planted under-noised
+"""Known-randomness audits (stabsim.privacy.audit_output) and a planted under-noised
 mechanism for each of the three threat models (every iterate, final output, known internal randomness)."""
 
 import math

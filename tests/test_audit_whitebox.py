@@ -1,4 +1,4 @@
-"""Audits that come close to the accountant (issue #19): the every-iterate likelihood ratio, the GDP
+"""Audits that come close to the accountant: the every-iterate likelihood ratio, the GDP
 estimator, the worst-case designs, the tightness targets and the sanity (noise x0.1) detection."""
 
 import math
@@ -103,7 +103,7 @@ def test_gdp_estimator_coverage_and_conversion():
 
 @pytest.mark.parametrize("alg,n,T,eps,scale", [("p2_alg1", 20, 10, 4.0, 1.0), ("p4_alg1", 20, 400, 30.0, 2.0)])
 def test_audit_reaches_half_the_accountant_with_5000_runs(alg, n, T, eps, scale):
-    """Issue #19's target: at accountant eps in [1, 4], 2500 runs on S + 2500 on S' give a lower bound of at
+    """The tightness target: at accountant eps in [1, 4], 2500 runs on S + 2500 on S' give a lower bound of at
     least half the accountant's eps (the GDP fit; exact for P2, the CLT approximation for P4, where sigma is
     twice the paper's so that the steps are in the CLT regime: at sigma/(2G) < 1 a sampled step is far from
     Gaussian and the fit reaches about 0.45)."""

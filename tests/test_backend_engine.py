@@ -1,4 +1,4 @@
-"""The backend (issue #22) through the study engine, the CLI and the audits: ``[run] backend`` and
+"""The backend (``stabsim.backend``) through the study engine, the CLI and the audits: ``[run] backend`` and
 ``--backend``; one concrete backend per run ("auto" resolved once, in this process); every
 ``run_twin`` of a chunk (a neighbour search's, an audit's) on it; ``chunk_backend`` on every chunk
 and ``study_backend`` in data.nc; and nothing mixed: a resume never combines chunks of two

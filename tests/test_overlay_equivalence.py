@@ -1,4 +1,4 @@
-"""Issue #16: the studies converted to the generic overlay check give the verdicts of the
+"""The studies converted to the generic overlay check give the verdicts of the
 per-theorem checks they replaced (kept as readable references in tests/reference_checks.py).
 
 Each converted check is exercised on one of its studies (quick profile); the overlay's rows and

@@ -1,4 +1,4 @@
-"""Nothing lost, nothing mixed, the last holes (issue 62): every byte of data.nc that can change
+"""Nothing lost, nothing mixed, the last holes: every byte of data.nc that can change
 a value is covered by a checksum, valid chunks survive a lost study.json and --force, an edited
 chunk attr is damage, resource checks come before any allocation, and clear messages for a full
 disk, a string step size and an out-of-range seed.  docs/reliability.md cites these tests."""
@@ -64,7 +64,7 @@ def _raw_chunk_index_keys(raw: bytes) -> list[int]:
 
 def _flip_index_of(path: Path, var: str) -> int:
     """Flip a bit of the first chunk offset in the B-tree key that makes HDF5 read ``var`` as
-    all fill values (NaN) without an error, as the probe of issue 62 did; returns its offset."""
+    all fill values (NaN) without an error; returns its offset."""
     import h5py
 
     raw = path.read_bytes()

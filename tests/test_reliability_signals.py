@@ -1,4 +1,4 @@
-"""Faults of issue 23, part B: signals, errors before work, read-only installs, committed reports.
+"""Faults: signals, errors before work, read-only installs, committed reports.
 
 Each test injects one fault and asserts what stabsim does (docs/reliability.md, "Signals,
 errors before work, read-only installs and committed reports").

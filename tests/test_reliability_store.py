@@ -1,4 +1,4 @@
-"""Nothing lost, nothing mixed (issue 23, items 1-3): code identity of every stored result,
+"""Nothing lost, nothing mixed: code identity of every stored result,
 checksums of data.nc verified on every read, and valid work kept through lost manifests,
 re-chunking, --force and --keep-chunks.  docs/reliability.md cites these tests."""
 

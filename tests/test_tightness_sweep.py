@@ -1,4 +1,4 @@
-"""The ``p1_tightness`` check across cells (issue #15 item 3): with [sweep] eta and n, the searched
+"""The ``p1_tightness`` check across cells: with [sweep] eta and n, the searched
 worst case at T against eta and against n, with its exponent vs the bound's (rows "across eta" /
 "across n", figures thm4_tightness_vs_*), on a tiny profile of studies/p1_thm4_tightness_sweep.toml."""
 

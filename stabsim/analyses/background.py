@@ -1,22 +1,21 @@
-"""Analyse finished studies in worker processes while the next study computes (issue #17).
+"""Analyse finished studies in worker processes while the next study computes.
 
 A study's analysis (bounds, verdicts, figures, summary.md) is single-threaded Python: run after
-each study in the process that computes, it left one of two cores idle for about 80 s of the
-full suite.  ``BackgroundAnalyses`` runs the analyses in ``WORKERS`` spawned worker process(es)
-instead, so that they overlap with the next studies' computation; the workers run numba on one
-thread (the computing process keeps every core), with BLAS on one thread and a short OpenMP spin
-(:mod:`stabsim.thread_pools`), at a lower priority (``NICE``): at normal priority the worker
-now and then took a core from one of the computing process's OpenMP threads, which held the
-others at the loop's barrier (the quick suite: 42 s more CPU, 10 s more wall than analysing in
-place; at nice 10 the same as in place, the full suite 12 s faster than at normal priority).
-One worker while the studies compute: a second one throughout let the quick suite's last analyses
-finish 18 s sooner but cost as much CPU as it saved (benchmarks/README.md, "Two thread pools").
-When the last study has computed, the computing process waits for the analyses; if ``FINISH_MIN``
-or more have not started yet, a second worker (``FINISH_WORKERS``) takes them with the first,
-on the core the computation left (the quick suite's last 90 s were one worker's queue of about
-60 analyses with the other core idle; benchmarks/README.md, "The analyses' tail").  To leave
-something for it, each worker is handed at most ``AHEAD`` analyses beyond the one it runs; the
-rest wait here and are handed out as workers finish (``Pool.apply_async``'s callback).
+each study in the process that computes, it would leave one of two cores idle.
+``BackgroundAnalyses`` runs the analyses in ``WORKERS`` spawned worker process(es) instead, so
+that they overlap with the next studies' computation; the workers run numba on one thread (the
+computing process keeps every core), with BLAS on one thread and a short OpenMP spin
+(:mod:`stabsim.thread_pools`), at a lower priority (``NICE``): at normal priority a worker takes
+a core from one of the computing process's OpenMP threads now and then, which holds the others
+at the loop's barrier and costs more CPU and wall time than analysing in place.  One worker while
+the studies compute: a second one throughout finishes the last analyses sooner but costs as much
+CPU as it saves.  When the last study has computed, the computing process waits for the
+analyses; if ``FINISH_MIN`` or more have not started yet, a second worker (``FINISH_WORKERS``)
+takes them with the first, on the core the computation left (otherwise the suite ends with one
+worker's queue and the other core idle).  The numbers: benchmarks/README.md, "Analyses beside
+the computation".  To leave something for the second worker, each worker is handed at most
+``AHEAD`` analyses beyond the one it runs; the rest wait here and are handed out as workers
+finish (``Pool.apply_async``'s callback).
 Each analysis writes only into its own study's folder (and the accounting memo, which is written
 atomically), so they can run side by side.
 
@@ -25,7 +24,7 @@ returns), so nothing they write changes.  Results are handed back in the studies
 analysis that raises re-raises its exception in the calling process when its result is
 collected, as an analysis run in place would.  ``stabsim run`` uses it for runs of
 ``WARM_STUDIES`` studies or more (the suite) when a worker process can start; otherwise, and
-with ``STABSIM_ANALYSE_INLINE=1``, it analyses in place as before.  On an interrupt the worker is
+with ``STABSIM_ANALYSE_INLINE=1``, it analyses in place.  On an interrupt the worker is
 stopped at once; the data of every finished study is already on disk, and ``stabsim report`` or a
 rerun of the command redoes an unfinished analysis (its analysis.json, written last and whole, is
 then missing or older than data.nc: ``stabsim.report.collect``).

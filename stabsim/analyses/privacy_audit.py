@@ -1,4 +1,4 @@
-"""Privacy audits (issue #19): check ``privacy_audit`` on the kind ``privacy_audit``
+"""Privacy audits: check ``privacy_audit`` on the kind ``privacy_audit``
 (:mod:`stabsim.experiments.privacy_audit`).
 
 Per cell (one private algorithm at one noise scale) the check computes, from the statistic of

@@ -33,7 +33,8 @@ __all__ = [
     "analytic_gaussian_delta", "analytic_gaussian_epsilon", "analytic_gaussian_sigma",
     "clopper_pearson_upper", "eps_from_rates", "eps_lower_from_counts", "eps_lower_from_scores",
 ]
-# The accountant (imports dp_accounting, ~1 s) is loaded lazily: ``from stabsim.privacy import accountant``.
+# The accountant (it imports dp_accounting, slow to import: benchmarks/README.md, "Import time") is
+# loaded lazily: ``from stabsim.privacy import accountant``.
 # The private algorithms and the audit runner (numba kernels) are loaded on first use too.
 _LAZY = {
     "algorithms": ("algorithms", None),

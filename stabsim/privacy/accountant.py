@@ -169,7 +169,7 @@ def epsilon_record(mech, accountant="pld", scale=1.0, pld_discretization=1e-4):
     beyond :data:`~stabsim.privacy.exact.PLD_POINT_BUDGET` points a non-subsampled Gaussian
     composition is computed exactly (analytic GDP, method "analytic GDP") and a subsampled one
     with the RDP accountant (method "rdp"); the note says so.  Without this guard P0 at eps = 1000
-    (sigma/Delta ~ 0.004) built a ~7e8-point PLD (24 GB).
+    (sigma/Delta ~ 0.004) would build a ~7e8-point PLD (about 24 GB).
     """
     accountant = chk.choice("accountant", accountant, ACCOUNTANTS)
     scale = chk.positive("scale", scale)

@@ -4,9 +4,8 @@ dp_accounting (0.4-0.6) builds the pessimistic connect-the-dots PLD of a subsamp
 (``privacy_loss_distribution.from_gaussian_mechanism``) by evaluating the eps-hockey-stick
 divergence delta(eps) on the whole grid eps_j = j * interval.  ``MonotonePrivacyLoss.
 get_delta_for_epsilon`` does that with one Python call of ``inverse_privacy_loss`` per grid point
-(10^5-10^6 points per ledger row): ~70 % of the privacy ledger's time (measured: P4 rows, 17 s
-each, 11.4 s of it in that loop; benchmarks/README.md).  Without subsampling (q = 1) the same loop
-inverts a linear function.
+(10^5-10^6 points per ledger row): most of the privacy ledger's time (benchmarks/README.md,
+"The privacy ledger").  Without subsampling (q = 1) the same loop inverts a linear function.
 
 :class:`VectorGaussianPrivacyLoss` is dp_accounting's own ``GaussianPrivacyLoss`` with that one
 loop replaced by the same arithmetic on arrays, in the same order, with the same numpy ufuncs

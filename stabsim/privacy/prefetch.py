@@ -1,10 +1,11 @@
-"""Account the privacy ledger in the background while a suite runs (issue #17).
+"""Account the privacy ledger in the background while a suite runs.
 
 The report at the end of ``stabsim run suite`` has a privacy-ledger section: for every calibration
 the suite's privacy studies use, the exact eps it buys and the sigma it would need
-(:mod:`stabsim.privacy.ledger`).  Those are PLD computations of seconds each, about a minute in all,
-done once per source version and remembered on disk (:mod:`stabsim.privacy.memo`).  On a fresh
-install, or after any code change, the report used to do them at the very end, on one core.
+(:mod:`stabsim.privacy.ledger`).  Those are PLD computations of seconds each (benchmarks/README.md,
+"The privacy ledger"), done once per source version and remembered on disk
+(:mod:`stabsim.privacy.memo`).  On a fresh install, or after any code change, the report would
+otherwise do them at the very end, on one core.
 
 ``start(study_ids)`` does them instead in a spawned process that starts with the run, so they
 overlap with the studies (most of a study's analysis is single-threaded Python, leaving a core
@@ -12,7 +13,7 @@ free).  It writes the same memo the report reads; ``Prefetch.wait()`` before the
 finish, so nothing is computed twice.  The numbers are those the report would compute itself:
 the same functions, the same inputs, the memo's usual key.  Nothing starts when the memo is off
 (``STABSIM_NO_LEDGER_CACHE=1``), when every row is already remembered, or when no worker process
-can start (then the report computes the rows as before).
+can start (then the report computes the rows itself).
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def start(study_ids, studies_dir=None, log=None) -> Prefetch | None:
     except Exception as e:   # no worker processes (a sandbox), a study file the ledger cannot read:
         if multiprocessing.parent_process() is not None:   # a spawned child re-running an unguarded script
             raise
-        if log:   # the report handles its ledger section as before (computed there, or "not available")
+        if log:   # the report then handles its ledger section itself (computed there, or "not available")
             log(f"privacy ledger accounted at the report instead: {type(e).__name__}: {e}")
         return None
     if log:

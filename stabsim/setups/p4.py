@@ -121,8 +121,9 @@ _W_STAR_RISK: dict = {}
 def _risk_at_w_star(pb, loss_name, seed, m) -> tuple[float, float]:
     """The Monte Carlo estimate of F at P4's w* (``population_risk``, m points of the test stream
     ``seed``, replicate 1) and its standard error, computed once per process for each problem,
-    loss, seed and m: every chunk of a p4_gen study and every analysis asked again (0.2-0.35 s
-    and a test sample peaking at 117 MB at m = 400 000 each time).  The estimate is a function of these
+    loss, seed and m: every chunk of a p4_gen study and every analysis would otherwise draw and
+    evaluate the m = 400 000-point test sample again (benchmarks/README.md, "Data sets and
+    samples").  The estimate is a function of these
     alone (the problem's name, d and parameters fix its sampling; w* is in the key too)."""
     w = np.asarray(pb.w_star_paper, float)
     key = (pb.name, pb.d, repr(sorted(pb.params.items())), w.tobytes(), loss_name, int(seed), int(m))

@@ -438,8 +438,8 @@ def p3_run(X, y, config: P3GigaConfig, *, replicates=100, seed=0, neighbour="far
            independent_noise=False, checkpoints=None, record_outputs=False,
            problem=None, mirror_identical=True) -> P3Run:
     """:func:`p3_giga` without the Dataset: the same variables, coordinates and attrs as plain
-    arrays and dicts (building the Dataset is about 0.9 of the 1.4 ms a small run takes; the
-    figure studies make 1680 runs each)."""
+    arrays and dicts (building the Dataset is most of a small run's time, and the figure studies
+    make 1680 runs each: benchmarks/README.md, "run_twin's overhead per call")."""
     if not isinstance(config, P3GigaConfig):
         raise TypeError(f"p3_run(X, y, config): config must be a P3GigaConfig, got {type(config).__name__}")
     tw, X = _twin(config, X, y, replicates, seed, neighbour, problem)
@@ -468,7 +468,7 @@ def p3_run(X, y, config: P3GigaConfig, *, replicates=100, seed=0, neighbour="far
                     for i in range(R)], dtype=np.int64)
     data = _measures(config.online, kernel_out, centers, kidx, pos, record_outputs)
     final = kernel_out[2]
-    # every variable in one Dataset call (each later assignment is a merge: ~1 ms)
+    # every variable in one Dataset call (each later assignment would be a merge)
     data.update(_private_vars(final[:, 1, 0], final[:, 1, 1],
                               "online-to-batch average of the releases" if config.online else "Pi_C(w~ + noise)"))
     data["dist_average"] = ("replicate", np.linalg.norm(final[:, 0, 0] - final[:, 0, 1], axis=1),
