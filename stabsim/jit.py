@@ -10,9 +10,9 @@ site), then copying that IR (``InlineWorker.inline_ir``: twice, the second copy 
 unused by ``InlineInlinables``) block by block with ``copy.deepcopy``.  Each variable of numba's
 IR points to the function's scope, which holds every variable of the function, and each block is
 copied with a memo of its own: so each block's copy copies the whole scope again, blocks x
-variables objects per copy.  The twin kernel's replicate inlines about 90 such callees (nested);
-the copies were 2.5 of its 9 s of compile (first ``run_twin`` from an empty cache, Xeon;
-``benchmarks/README.md``, "The inliner's copies").
+variables objects per copy.  The twin kernel's replicate inlines about 90 such callees (nested),
+so the copies are a large part of its compile time (``benchmarks/README.md``, "The inliner's
+copies").
 
 What changes.  ``InlineCallees`` runs ``InlineInlinables`` with ``_FreshCalleeWorker`` as its
 inline worker: when it inlines a callee, the inliner's block copies are the blocks themselves.
@@ -23,9 +23,8 @@ IR is kept and reused, such as the overload inliner of the typed passes (a templ
 every call site), and those still copy, also when building a callee's IR compiles another
 function whose typed passes inline overloads (``tests/test_jit.py`` has such a case: with the
 copies switched off for the whole pass, as first written, that second inlining read IR the
-first had moved, and numba failed).  Until session 21 the copies were made with the callee's
-scope kept (a memo mapping the scope to itself), which removed the quadratic part; not copying
-at all saves the rest (0.3 s of the first ``run_twin``).
+first had moved, and numba failed).  Copying with the callee's scope kept (a memo mapping the
+scope to itself) would remove the quadratic part only; not copying at all saves the rest.
 The inlined IR is the same statement for statement, so the machine code is: the kind-0 twin
 replicate's LLVM IR and assembly compared equal up to numba's per-process unique ids
 (``tests/test_jit.py`` compares a compiled function's LLVM IR under both pipelines).  Only the

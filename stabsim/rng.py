@@ -144,8 +144,8 @@ def fill(key, start: int, out: np.ndarray, gaussian: bool) -> None:
 
 
 #: ``fill`` computes arrays of fewer numbers than this without compiled code when its compiled
-#: filler is not at hand (about 0.5 us a normal, so 2 ms for the largest, against about 0.5 s to
-#: compile ``fill_normal`` on a fresh install and about 20 ns a normal compiled)
+#: filler is not at hand: a few thousand normals in Python cost far less than compiling
+#: ``fill_normal`` on a fresh install (``benchmarks/README.md``, "Compile time and the cold start")
 PYTHON_FILL_MAX = 1 << 12
 #: per (filler, array type): whether numba's on-disk cache holds it (read once per process)
 _ON_DISK: dict = {}
