@@ -105,8 +105,8 @@ def kernel_args(R: int, T: int):
 
 def launch(args, T: int):
     """Run the hand-written kernel on the twin kernel's arguments; (distances, kernel seconds)."""
-    X, Y, kidx, krows, reps, seed = args[:6]
-    radius, W0 = float(args[13]), args[22]
+    config, X, Y, kidx, krows, reps, seed, W0 = args[:8]   # (twin_kernel's arguments)
+    radius = config.radius
     n = X.shape[1] - (W0.shape[0] if X.shape[0] == 1 else 1)
     R = W0.shape[0]
     dev = [cuda.to_device(np.ascontiguousarray(a)) for a in (X, Y, kidx, krows, reps, W0)]

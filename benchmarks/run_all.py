@@ -54,6 +54,8 @@ import bench_twin as bt  # noqa: E402  (machine_info, load_now, best_of, CLoop)
 import comparators as cp  # noqa: E402
 from stabsim import make_problem, run_twin  # noqa: E402
 from stabsim.kernels import allpairs as ap  # noqa: E402
+from stabsim.kernels import allprev as apv  # noqa: E402
+from stabsim.kernels import pair_stats as ps  # noqa: E402
 from stabsim.losses import get_loss  # noqa: E402
 from stabsim.neighbours import as_neighbour, make_neighbours  # noqa: E402
 from stabsim.twin import extend_with_replacements  # noqa: E402
@@ -421,18 +423,18 @@ def allpairs_section(args):
                 row["grad_rel_diff"] = float(np.max(np.abs(gf - gn)) / np.max(np.abs(gn)))
                 row["identical_1e-10"] = row["loss_rel_diff"] <= 1e-10 and row["grad_rel_diff"] <= 1e-10
             if lossname == "auc_squared":
-                st = np.zeros(ap.stats_shape(d))
-                ap.class_stats(n, X, y, True, 3, n, st)
+                st = np.zeros(ps.stats_shape(d))
+                ps.class_stats(n, X, y, True, 3, n, st)
                 ws = np.empty(d)
 
                 def stat():
                     g = np.zeros(d)
-                    return ap.allpairs_squared_stats(L.form, n, st, w, 1.0, g, ws), g
+                    return ps.allpairs_squared_stats(L.form, n, st, w, 1.0, g, ws), g
                 stat()
                 vs, gs = stat()
                 vf, gf = fast()
                 row["stats_per_step_s"] = timed(stat, max(3, args.repeat))["wall_s"]
-                row["stats_setup_s"] = timed(lambda: ap.class_stats(n, X, y, True, 3, n, st), args.repeat)["wall_s"]
+                row["stats_setup_s"] = timed(lambda: ps.class_stats(n, X, y, True, 3, n, st), args.repeat)["wall_s"]
                 row["stats_vs_fast_rel_diff"] = max(abs(vs - vf) / abs(vf),
                                                     float(np.max(np.abs(gs - gf)) / np.max(np.abs(gf))))
             row["load_end"] = bt.load_now()["loadavg_1_5_15"]
@@ -448,22 +450,22 @@ def allpairs_section(args):
         L = get_loss("auc_squared")
         for t in (1000, 10000):
             hist = np.random.default_rng(2).integers(0, 1000, size=t).astype(np.int64)
-            st = np.zeros(ap.stats_shape(d))
+            st = np.zeros(ps.stats_shape(d))
             for b in hist:
-                ap.stats_add(st, X, y, int(b))
+                ps.stats_add(st, X, y, int(b))
             w = np.random.default_rng(3).normal(size=d) / np.sqrt(d)
             ws = np.empty(d)
             a = 5
             g1, g2 = np.zeros(d), np.zeros(d)
-            v1 = ap.allprev_pairs(L.form, L.phi, L.q, w, X, y, a, hist, t, False, -1, 1000, 1.0, g1)
-            v2 = ap.allprev_squared(L.form, w, X, y, a, t, st, 1.0, g2, ws)
+            v1 = apv.allprev_pairs(L.form, L.phi, L.q, w, X, y, a, hist, t, False, -1, 1000, 1.0, g1)
+            v2 = ps.allprev_squared(L.form, w, X, y, a, t, st, 1.0, g2, ws)
             n_call = 200
-            m1 = timed(lambda: [ap.allprev_pairs(L.form, L.phi, L.q, w, X, y, a, hist, t, False, -1, 1000, 1.0, g1)
+            m1 = timed(lambda: [apv.allprev_pairs(L.form, L.phi, L.q, w, X, y, a, hist, t, False, -1, 1000, 1.0, g1)
                                 for _ in range(n_call)], args.repeat)
-            m2 = timed(lambda: [ap.allprev_squared(L.form, w, X, y, a, t, st, 1.0, g2, ws) for _ in range(n_call)],
+            m2 = timed(lambda: [ps.allprev_squared(L.form, w, X, y, a, t, st, 1.0, g2, ws) for _ in range(n_call)],
                        args.repeat)
             st2 = st.copy()   # stats_add's cost does not depend on the counts: add to a scratch copy
-            m3 = timed(lambda: [ap.stats_add(st2, X, y, 7) for _ in range(n_call)], args.repeat)
+            m3 = timed(lambda: [ps.stats_add(st2, X, y, 7) for _ in range(n_call)], args.repeat)
             prev.append({"d": d, "t": t, "loop_us": m1["wall_s"] / n_call * 1e6,
                          "stats_us": m2["wall_s"] / n_call * 1e6,
                          "stats_add_us": m3["wall_s"] / n_call * 1e6,

@@ -19,7 +19,7 @@ from . import rng
 from .algorithms import get_algorithm
 from .backend import device_description, resolve_backend, thread_default
 from .constraints import get_constraint
-from .kernels import N_REC, twin_kernel
+from .kernels import N_REC, TwinConfig, twin_kernel
 from .kernels.twin import call_specialises, checkpoint_sums
 from .losses import get_loss
 from .neighbours import as_neighbour, make_neighbours
@@ -102,7 +102,7 @@ def extend_with_replacements(X, Y, xrep, yrep):
 
 def twin_memory(*, R, n, d, p, md, C, T, nS, record_outputs, eta, alg, lossf) -> dict:
     """``stabsim.resources.twin_bytes`` for one ``run_twin`` configuration."""
-    from .kernels.twin import ALL_PREV, FULL_BATCH
+    from .kernels.twin_steps import ALL_PREV, FULL_BATCH
     from .losses import AUC, AUC_ORDERED, RANKING, SQUARED
 
     const = isinstance(eta, numbers.Real) or (isinstance(eta, (list, tuple)) and len(eta) == 2
@@ -210,18 +210,20 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
     etas, es = kernel_step_sizes(eta, T)
     omegas, os_ = alg.kernel_omegas(etas, es, T)
     be = resolve_backend(backend)
-    sigma = float(sigma)
-    if not (sigma >= 0 and math.isfinite(sigma)):
-        raise ValueError(f"sigma (noise level) must be finite and >= 0, got {sigma!r}")
-    spec = call_specialises(specialise, alg.schedule, alg.buffer, lossf.form, sigma, R * T, d)
+    sigma = float(sigma)   # (checked with the rest of the kernel's configuration below)
     nb = as_neighbour(neighbour)
     kidx, xrep, yrep = make_neighbours(nb, X, y, reps, seed, problem=problem)
     kkern = mirrored_kidx(X, y, kidx, xrep, yrep) if mirror_identical else kidx
     W0 = _initial_points(w0, R, p, reps, seed, cons, md)
-    has_ref = w_ref is not None
-    wref = np.zeros(p) if w_ref is None else np.ascontiguousarray(np.asarray(w_ref, float).ravel())
-    if wref.shape != (p,):
+    wref = None if w_ref is None else np.ascontiguousarray(np.asarray(w_ref, float).ravel())
+    if wref is not None and wref.shape != (p,):
         raise ValueError(f"w_ref must have {p} entries, got {wref.shape}")
+    config = TwinConfig(schedule=alg.schedule, buffer=alg.buffer, sequential=alg.sequential, T=T, etas=etas,
+                        eta_stride=es, form=lossf.form, phi=lossf.phi, q=lossf.q, ckind=cons.kind,
+                        radius=cons.radius, md=md, sigma=sigma, independent_noise=independent_noise,
+                        lag=alg.avg_lag, omegas=omegas, omega_stride=os_, checkpoints=ck,
+                        record_outputs=record_outputs, w_ref=wref)
+    spec = call_specialises(specialise, config, R * T, d)
     rec = np.full((R, ck.size, N_REC), np.nan)
     outs = np.zeros((R, ck.size, 2, p) if record_outputs else (1, 1, 2, 1))
     kernel = backend_kernel(be)
@@ -233,11 +235,8 @@ def run_twin(X, y, *, algorithm="p1_alg1", loss="auc_hinge", constraint="none", 
             # the kernel's layout for this block's replicates (one block: all of them)
             Xext, Yext, krows = extend_with_replacements(X if nS == 1 else X[sl], y if nS == 1 else y[sl],
                                                          xrep[sl], yrep[sl])
-            kernel(Xext, Yext, kkern[sl], krows, reps[sl], np.int64(seed),
-                   alg.schedule, alg.buffer, int(alg.sequential), lossf.form, lossf.phi, float(lossf.q),
-                   cons.kind, float(cons.radius), md, etas, omegas, alg.avg_lag, sigma,
-                   bool(independent_noise), has_ref, wref, W0[sl], ck, rec[sl], bool(record_outputs),
-                   outs[sl] if record_outputs else outs, T=T, strides=(es, os_), **spec_kw)
+            kernel(config, Xext, Yext, kkern[sl], krows, reps[sl], seed, W0[sl], rec[sl],
+                   outs[sl] if record_outputs else outs, **spec_kw)
             if bar is not None:
                 bar.update(sl.stop - sl.start)
     finally:

@@ -14,6 +14,8 @@ import pytest
 
 import naive as nv
 from stabsim.kernels import allpairs as ap
+from stabsim.kernels import allprev as apv
+from stabsim.kernels import pair_stats as ps
 from stabsim.losses import get_loss
 
 TOL = 1e-10
@@ -220,10 +222,10 @@ def test_allpairs_squared_stats(loss):
         Xe, ye = extended(X, y, xrep, yrep)
         Xp, yp = nv.replaced(X, y, 1, xrep, yrep)
         for prime, ref in ((False, (X, y)), (True, (Xp, yp))):
-            st = np.zeros(ap.stats_shape(d))
-            ap.class_stats(n, Xe, ye, prime, 1, n, st)
+            st = np.zeros(ps.stats_shape(d))
+            ps.class_stats(n, Xe, ye, prime, 1, n, st)
             g = np.zeros(d)
-            v = ap.allpairs_squared_stats(L.form, n, st, w, 1.0, g, np.empty(d))
+            v = ps.allpairs_squared_stats(L.form, n, st, w, 1.0, g, np.empty(d))
             assert_close((v, g), naive_allpairs(loss, w, *ref), f"{loss} stats prime={prime}")
 
 
@@ -242,13 +244,13 @@ def test_allprev_squared_matches_loop(loss):
     idx[:3] = k  # the replaced example is drawn (repeatedly) early
     for prime, (XR, yR) in ((False, (X, y)), (True, (Xp, yp))):
         row = lambda i: n if (prime and i == k) else int(i)  # noqa: E731
-        st = np.zeros(ap.stats_shape(d))
-        ap.stats_add(st, Xe, ye, row(idx[0]))
+        st = np.zeros(ps.stats_shape(d))
+        ps.stats_add(st, Xe, ye, row(idx[0]))
         for t in range(1, T + 1):
             w = rng.normal(size=d)
             a = idx[t]
             g = np.zeros(d)
-            v = ap.allprev_squared(L.form, w, Xe, ye, row(a), t, st, 1.0, g, np.empty(d))
+            v = ps.allprev_squared(L.form, w, Xe, ye, row(a), t, st, 1.0, g, np.empty(d))
             vr, gr = 0.0, np.zeros(d)
             for b in idx[:t]:
                 vb, gb = nv.pair_loss(loss, w, XR[a], yR[a], XR[b], yR[b])
@@ -257,10 +259,10 @@ def test_allprev_squared_matches_loop(loss):
             assert_close((v, g), (vr, gr), f"{loss} t={t} prime={prime}")
             # the tight O(t d) loop agrees too
             g2 = np.zeros(d)
-            v2 = ap.allprev_pairs(L.form, L.phi, L.q, w, Xe, ye, row(a), idx[:t].astype(np.int64), t,
+            v2 = apv.allprev_pairs(L.form, L.phi, L.q, w, Xe, ye, row(a), idx[:t].astype(np.int64), t,
                                   prime, k, n, 1.0, g2)
             assert_close((v2, g2), (vr, gr), f"{loss} loop t={t}")
-            ap.stats_add(st, Xe, ye, row(a))
+            ps.stats_add(st, Xe, ye, row(a))
 
 
 @pytest.mark.parametrize("loss", ["auc_hinge", "auc_logistic", "ranking_logistic"])
@@ -273,7 +275,7 @@ def test_allprev_pairs_other_losses(loss):
     for t in (1, 5, 29):
         a = int(idx[t])
         g = np.zeros(d)
-        v = ap.allprev_pairs(L.form, L.phi, L.q, w, X, y, a, idx[:t], t, False, -1, n, 1.0, g)
+        v = apv.allprev_pairs(L.form, L.phi, L.q, w, X, y, a, idx[:t], t, False, -1, n, 1.0, g)
         vr, gr = 0.0, np.zeros(d)
         for b in idx[:t]:
             vb, gb = nv.pair_loss(loss, w, X[a], y[a], X[b], y[b])
@@ -300,8 +302,8 @@ def test_allprev_gradient_alone_is_the_same_gradient(loss):
             w = rng.normal(size=d) * scale_w
             a = n if (prime and idx[t] == 3) else int(idx[t])
             g1, g2 = np.full(d, 0.25), np.full(d, 0.25)
-            ap.allprev_pairs(L.form, L.phi, L.q, w, Xe, ye, a, idx, t, prime, 3, n, 0.7, g1)
-            ap.allprev_pairs_grad(L.form, L.phi, L.q, w, Xe, ye, a, idx, t, prime, 3, n, 0.7, g2)
+            apv.allprev_pairs(L.form, L.phi, L.q, w, Xe, ye, a, idx, t, prime, 3, n, 0.7, g1)
+            apv.allprev_pairs_grad(L.form, L.phi, L.q, w, Xe, ye, a, idx, t, prime, 3, n, 0.7, g2)
             np.testing.assert_array_equal(g2, g1)
 
 
@@ -327,7 +329,7 @@ def test_allprev_counts_matches_naive(loss):
             w = rng.normal(size=d)
             counts = np.bincount(idx[:t], minlength=n).astype(float)
             g = np.zeros(d)
-            v = ap.allprev_counts(L.form, L.phi, L.q, w, Xe, ye, row(idx[t]), counts, n, t, prime, k, n,
+            v = apv.allprev_counts(L.form, L.phi, L.q, w, Xe, ye, row(idx[t]), counts, n, t, prime, k, n,
                                   1.0, g)
             vr, gr = 0.0, np.zeros(d)
             a = idx[t]

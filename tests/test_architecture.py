@@ -1,9 +1,9 @@
-"""The house rules of issue #18, checked on the source (no import of stabsim needed).
+"""The house rules, checked on the source (no import of stabsim needed).
 
 * experiments (study kinds) and analyses (checks) never import each other, at module level or
   inside a function;
 * the package has no import circle at module level (what Python executes on import);
-* no module outside ``stabsim/kernels`` is over 600 lines and no function over 120 lines;
+* no module is over 600 lines and no function over 120 lines, but for ``LONG_FUNCTIONS``;
 * every path ``docs/architecture.md`` names exists.
 """
 
@@ -17,6 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "stabsim"
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 120
+#: the functions allowed over MAX_FUNCTION_LINES: the twin kernel's replicate builder and the
+#: replicate nested in it, which numba compiles as one function (its kind a closure constant)
+LONG_FUNCTIONS = {"stabsim.kernels.twin_replicate.build_replicate", "stabsim.kernels.twin_replicate.replicate"}
 
 
 def _module_name(path: Path) -> str:
@@ -134,8 +137,6 @@ def test_no_import_circle_at_module_level():
 def test_modules_and_functions_are_short():
     long_modules, long_functions = [], []
     for mod, path in _modules().items():
-        if _in(mod, "stabsim.kernels"):
-            continue
         text = path.read_text(encoding="utf-8")
         n = text.count("\n") + 1
         if n > MAX_MODULE_LINES:
@@ -143,7 +144,7 @@ def test_modules_and_functions_are_short():
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 length = node.end_lineno - node.lineno + 1
-                if length > MAX_FUNCTION_LINES:
+                if length > MAX_FUNCTION_LINES and f"{mod}.{node.name}" not in LONG_FUNCTIONS:
                     long_functions.append(f"{mod}.{node.name}: {length} lines")
     assert not long_modules, "modules over 600 lines:\n" + "\n".join(long_modules)
     assert not long_functions, "functions over 120 lines:\n" + "\n".join(long_functions)

@@ -29,7 +29,7 @@ import json, sys
 import numpy as np
 from stabsim import run_twin
 from numba import types
-from stabsim.kernels import native_call, twin
+from stabsim.kernels import native_call, twin, twin_steps
 
 RECORDED = ("dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path", "output")
 CASES = {"p1_alg1-hinge-l2": (dict(algorithm="p1_alg1", loss="auc_hinge", constraint="l2:0.5"), twin.FAST_PREVIOUS),
@@ -39,8 +39,8 @@ CASES = {"p1_alg1-hinge-l2": (dict(algorithm="p1_alg1", loss="auc_hinge", constr
                                             independent_noise=True), twin.FAST_POINT)}
 r = np.random.default_rng(0)
 X = r.standard_normal((24, 3)); y = np.where(r.random(24) < 0.5, 1.0, -1.0); y[:2] = [1.0, -1.0]
-APART = {"_record": twin._record, "linear_pair_value": twin.linear_pair_value, "point_coef": twin.point_coef,
-         "stream_key": twin.stream_key, "_first_draws": twin._first_draws}
+APART = {"_record": twin_steps._record, "linear_pair_value": twin.linear_pair_value, "point_coef": twin.point_coef,
+         "stream_key": twin.stream_key, "_first_draws": twin_steps._first_draws}
 report = {}
 for name, (kw, kind) in CASES.items():
     run = lambda: run_twin(X, y, replicates=5, T=200, seed=7, eta=0.05, neighbour="flip", progress=False, **kw)

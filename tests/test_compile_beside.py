@@ -170,7 +170,7 @@ def test_the_helpers_signatures_are_those_the_calls_compile(monkeypatch):
 GENERAL_CHILD = """
 import numpy as np
 from stabsim import run_twin
-from stabsim.kernels import twin
+from stabsim.kernels import twin, twin_steps
 rng = np.random.default_rng(0)
 X = rng.standard_normal((20, 3)); y = np.where(rng.random(20) < .5, 1.0, -1.0); y[:2] = [1, -1]
 for kind, kw in ((twin.GENERAL, {"buffer": 3}),):
@@ -179,7 +179,7 @@ for kind, kw in ((twin.GENERAL, {"buffer": 3}),):
     (cres,) = twin._CPU_REPLICATES[kind].overloads.values()   # typed here: the cache was empty
     typed = {tuple(c.args) for c in cres.type_annotation.calltypes.values() if c is not None}
     late = twin._late_callees(kind)   # what the replicate itself calls, not its callees
-    grads = twin._grad.signatures     # compiled (or loaded) in this process
+    grads = twin_steps._grad.signatures     # compiled (or loaded) in this process
     print(kind, len(late), len(grads), all(tuple(s) in typed for s in grads))
 """
 

@@ -17,6 +17,7 @@ from numba.extending import overload
 
 from stabsim import jit as sjit
 from stabsim.kernels import twin as K
+from stabsim.kernels import twin_steps
 from stabsim.losses import AUC, HINGE, LOGISTIC, linear_pair_coef
 from stabsim.rng import normal
 
@@ -67,7 +68,7 @@ def test_kernels_compile_with_the_pass():
     """The package's kernels go through ``stabsim.jit``; the replicates' simplified pipeline
     includes the pass too."""
     from stabsim.kernels.pipeline import SimplifiedCompiler
-    assert K._general_step._compiler.pipeline_class is sjit.InlineCompiler
+    assert twin_steps._general_step._compiler.pipeline_class is sjit.InlineCompiler
     assert K._CPU_REPLICATES[0]._compiler.pipeline_class is SimplifiedCompiler
     args = (W, X, np.uint64(3), np.int64(HINGE))
     simplified = sjit.njit(parallel=True, pipeline_class=SimplifiedCompiler)(_inlining)

@@ -92,9 +92,9 @@ def test_no_function_compiled_without_reference_counting_returns_an_array(tmp_pa
     names = {name for name, _, _ in found}
     # the context reached what it should: the replicates, their callees, P2's and GIGA's helpers
     # (the fast kind's cold call compiles its replicate specialised: replicate_kind2_<constants>)
-    for expected in ("stabsim.kernels.twin.replicate_kind3", "stabsim.kernels.twin._general_step",
-                     "stabsim.kernels.twin._pair", "stabsim.kernels.allpairs.allpairs_grad",
-                     "stabsim.kernels.twin.replicate_kind2", "stabsim.kernels.p2_removal.full_grad",
+    for expected in ("stabsim.kernels.twin_replicate.replicate_kind3", "stabsim.kernels.twin_steps._general_step",
+                     "stabsim.kernels.twin_steps._pair", "stabsim.kernels.allpairs.allpairs_grad",
+                     "stabsim.kernels.twin_replicate.replicate_kind2", "stabsim.kernels.p2_removal.full_grad",
                      "stabsim.kernels.giga._lhat", "stabsim.kernels.giga.ball_point",
                      "stabsim.kernels.giga._giga_replicate"):
         assert any(n == expected or n.startswith(expected + "_") for n in names), (expected, sorted(names))

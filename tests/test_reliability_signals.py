@@ -197,6 +197,7 @@ def test_results_do_not_depend_on_the_interruptible_path_or_the_replicate_blocks
 
 
 def test_a_set_stop_flag_ends_the_kernel_at_once():
+    from stabsim.kernels import TwinConfig
     from stabsim.kernels.twin import twin_kernel
 
     X, y = _X()
@@ -206,11 +207,12 @@ def test_a_set_stop_flag_ends_the_kernel_at_once():
     Ye = np.ascontiguousarray(np.concatenate([y, y[:R]])[None])
     rec = np.full((R, C, 5), np.nan)
     stop = np.ones(1, dtype=np.int64)
+    config = TwinConfig(schedule=0, T=10**11, etas=np.array([0.1]), eta_stride=0, form=0, q=1.0, ckind=0,
+                        radius=0.0, lag=2, omegas=np.ones(1), omega_stride=0,
+                        checkpoints=np.array([10**9, 10**10, 10**11]))
     t = time.monotonic()
-    twin_kernel(Xe, Ye, np.zeros(R, np.int64), 100 + np.arange(R), np.arange(R), 0, 0, 1, 0, 0, 0, 1.0, 0, 0.0, 0,
-                np.array([0.1]), np.ones(1), 2, 0.0, False, False, np.zeros(10), np.zeros((R, 10)),
-                np.array([10**9, 10**10, 10**11]), rec, False, np.zeros((1, 1, 2, 1)), T=10**11, strides=(0, 0),
-                stop=stop)
+    twin_kernel(config, Xe, Ye, np.zeros(R, np.int64), 100 + np.arange(R), np.arange(R), 0, np.zeros((R, 10)), rec,
+                np.zeros((1, 1, 2, 1)), stop=stop)
     assert time.monotonic() - t < 1.0
     assert np.isnan(rec).all()   # nothing recorded: the unfinished call is discarded
 

@@ -387,7 +387,7 @@ def test_erm_input_checks():
        m=st.floats(-60.0, 60.0, allow_nan=False) | st.sampled_from([0.0, -0.0, 1.0, 1.0 - 36 * 0.01]))
 def test_second_derivative_alone_is_phi_all_bit_for_bit(phi, tau, q, m):
     """The Hessian loops call phi_second instead of phi_all (skipping the value): same number."""
-    from stabsim.kernels.risk_kernels import phi_all, phi_second
+    from stabsim.kernels.risk_phi import phi_all, phi_second
 
     assert np.float64(phi_second(phi, q, tau, m)).tobytes() == np.float64(phi_all(phi, q, tau, m)[2]).tobytes()
 
@@ -397,7 +397,7 @@ def test_second_derivative_alone_is_phi_all_bit_for_bit(phi, tau, q, m):
        seed=st.integers(0, 2**31 - 1))
 def test_pn_rows_without_derivatives_gives_the_same_sums(phi, nP, nN, scale, seed):
     """The U-statistic asks pn_rows for its sums only (derivs=False): the same numbers."""
-    from stabsim.kernels.risk_kernels import pn_rows
+    from stabsim.kernels.risk_pn import pn_rows
 
     rng = np.random.default_rng(seed)
     ap, an = rng.standard_normal(nP) * scale, rng.standard_normal(nN) * scale
@@ -412,7 +412,7 @@ def test_pn_rows_without_derivatives_gives_the_same_sums(phi, nP, nN, scale, see
 def _pn_rows_reference(phi, q, tau, ap, an):
     """pn_rows's general branch as a plain loop: every term added in order (rowP_i over j, rowN_j
     over i, totsq over (i, j)), zero terms included."""
-    from stabsim.kernels.risk_kernels import phi_vd
+    from stabsim.kernels.risk_phi import phi_vd
 
     rowP, rowN = np.zeros(len(ap)), np.zeros(len(an))
     dP, dN = np.zeros(len(ap)), np.zeros(len(an))
@@ -437,7 +437,7 @@ def test_pn_rows_general_branch_adds_every_term_in_order(phi, tau, q, nP, nN, sc
     """The general branch (fast=False, or a loss without a fast form), with derivatives and
     without them (where it keeps each row sum in a local and skips zero terms): the same bits as
     adding every term into the arrays in order (a plain loop here)."""
-    from stabsim.kernels.risk_kernels import pn_rows
+    from stabsim.kernels.risk_pn import pn_rows
 
     rng = np.random.default_rng(seed)
     ap, an = rng.standard_normal(nP) * scale, rng.standard_normal(nN) * scale

@@ -7,6 +7,7 @@ import pytest
 
 from stabsim import run_twin
 from stabsim.kernels import twin
+from stabsim.kernels.twin_steps import NOISE_INDEPENDENT, NOISE_NONE, NOISE_SHARED
 
 RECORDED = ("dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path", "output")
 #: two fast kinds, with the codes a specialisation fixes varied between them
@@ -58,14 +59,14 @@ def test_specialised_build_gives_the_general_builds_numbers(data, case, monkeypa
 def test_automatic_rule():
     steps, dmax = twin.SPECIALISE_MIN_STEPS, twin.SPECIALISE_MAX_D
     for kind in (twin.FAST_PREVIOUS, twin.FAST_PAIR, twin.FAST_POINT):
-        assert twin.wants_specialised(kind, twin.NOISE_NONE, steps, dmax, None)
-        assert not twin.wants_specialised(kind, twin.NOISE_NONE, steps - 1, 10, None)
-        assert not twin.wants_specialised(kind, twin.NOISE_NONE, 10 * steps, dmax + 1, None)
-        assert not twin.wants_specialised(kind, twin.NOISE_SHARED, 10 * steps, 10, None)   # noise: nothing to gain
-        assert twin.wants_specialised(kind, twin.NOISE_INDEPENDENT, 1, 1000, True)
-        assert not twin.wants_specialised(kind, twin.NOISE_NONE, 10 * steps, 10, False)
+        assert twin.wants_specialised(kind, NOISE_NONE, steps, dmax, None)
+        assert not twin.wants_specialised(kind, NOISE_NONE, steps - 1, 10, None)
+        assert not twin.wants_specialised(kind, NOISE_NONE, 10 * steps, dmax + 1, None)
+        assert not twin.wants_specialised(kind, NOISE_SHARED, 10 * steps, 10, None)   # noise: nothing to gain
+        assert twin.wants_specialised(kind, NOISE_INDEPENDENT, 1, 1000, True)
+        assert not twin.wants_specialised(kind, NOISE_NONE, 10 * steps, 10, False)
     for specialise in (None, True, False):   # the general path has no specialised build
-        assert not twin.wants_specialised(twin.GENERAL, twin.NOISE_NONE, 10 * steps, 10, specialise)
+        assert not twin.wants_specialised(twin.GENERAL, NOISE_NONE, 10 * steps, 10, specialise)
 
 
 def test_automatic_rule_in_a_call(data, monkeypatch):

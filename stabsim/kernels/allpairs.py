@@ -1,11 +1,11 @@
-"""Fast all-pairs and all-previous pair gradients for the linear pairwise losses (issue #7).
+"""Fast all-pairs pair gradients for the linear pairwise losses.
 
 P2 Algorithm 1 (Kang, Liu, Li, Wang; full-batch gradient perturbation) steps along the
 gradient of the empirical pairwise risk over all ordered pairs i != j,
 
     F_S(w) = 1/(n(n-1)) sum_{i != j} f(w; z_i, z_j)     (P2's L(theta; D), Alg. 1; errata P2-A)
 
-which the twin kernel's FULL_BATCH branch (``stabsim.kernels.twin._grad``) evaluates as a
+which the twin kernel's FULL_BATCH branch (``stabsim.kernels.twin_steps._grad``) evaluates as a
 double loop: O(n^2 d) per step.  For the linear forms of ``stabsim.losses`` the margin of a
 pair depends on w only through the *scores* s_i = w.x_i, m_ij = c(y_i, y_j) (s_i - s_j), so
 
@@ -70,35 +70,13 @@ only for a pair whose margin is within rounding of the kink 1 (never for data an
 scores are exact, e.g. small integers, where both are exact).
 
 Sufficient statistics (the squared loss is a quadratic in w): per class the count m, mean mu
-and centred scatter C = sum (x - mu)(x - mu)^T give
+Sufficient statistics (the squared loss is a quadratic in w) give the same sums in O(d^2) per
+step after an O(n d^2) set-up per run, and running class statistics the all-previous average of
+P0 Alg. 1 and P3's pairwise GIGA: ``stabsim.kernels.pair_stats``.  The tight all-previous loops
+of the other losses are ``stabsim.kernels.allprev``.
 
-    sum_{P,N} (1 - m_PN)^2 = gamma^2 [ n_+ n_- rho^2 + n_- w'C_P w + n_+ w'C_N w ],
-        rho = 1/gamma - w.(mu_P - mu_N),
-    gradient sum = -2 gamma^2 [ n_+ n_- rho (mu_P - mu_N) - n_- C_P w - n_+ C_N w ],
-
-O(d^2) per step after an O(n d^2) set-up per run (``class_stats`` + ``allpairs_squared_stats``),
-and, for P0 Algorithm 1 (Yang, Lei, Lyu, Ying 2021: step t pairs the new draw z_{i_{t+1}} with
-all previous draws z_{i_1..i_t}, average gradient (1/t) sum_k) and P3's pairwise GIGA (Huai et
-al. 2020, Alg. 1: Lhat_t(w) = 1/(t-1) sum_{i<t} l(w; z_t, z_i)), running class statistics of the
-previous draws (Welford updates, O(d^2) per added point) give the all-previous average in
-O(d^2) instead of O(t d): with the new point a (label y_a), the other class's statistics
-(m, mu, C) and dx = y_a (x_a - mu) (the class difference in the P - N direction),
-
-    sum_{b previous, y_b != y_a} (1 - gamma w.(x_P - x_N))^2 = gamma^2 [ m rho^2 + w'C w ],
-        rho = 1/gamma - w.dx,
-    gradient sum = -2 gamma^2 [ m rho dx - C w ]               (``allprev_squared``).
-
-Complexity: O(min(t d, d^2)) per step instead of O(t d), i.e. O(T d^2) instead of O(T^2 d)
-for T steps.  The hinge and logistic losses have no such shortcut for the all-previous
-schedule: the iterate moves every step, so every previous score w.x_b changes and the sorted
-order cannot be carried over; their O(t) loop stays (tight form: ``allprev_pairs``, O(t d)
-with no per-pair function call), or, once there are more previous draws than examples (t > n),
-it runs over the examples weighted by how often each was drawn (``allprev_counts``, O(n d)).
-
-The twin kernel (``stabsim.kernels.twin._grad``) calls ``allpairs_grad`` in its FULL_BATCH
-branch and ``allprev_pairs`` / ``allprev_squared`` (with per-run class statistics kept by
-``stats_add``) in its ALL_PREV branch, for the linear forms; the metric forms keep the
-double loops there.
+The twin kernel (``stabsim.kernels.twin_steps._grad``) calls ``allpairs_grad`` in its FULL_BATCH
+branch for the linear forms; the metric forms keep the double loop there.
 
 Every function is ``@njit(cache=True)``, allocates nothing, and takes a caller-owned float64
 workspace.  S' is handled as in the twin kernel: the run on S' reads row ``krow`` of Xs/Ys
@@ -112,7 +90,7 @@ import math
 import numpy as np
 from ..jit import njit
 
-from ..losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, RANKING, SQUARED, phi_deriv, phi_value_deriv
+from ..losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, RANKING, SQUARED, phi_value_deriv
 
 #: extra workspace slots beyond 4 n: the explicit stack of the in-place quicksort
 _STACK = 160
@@ -122,12 +100,6 @@ _SMALL = 16   # segments shorter than this are insertion-sorted
 def allpairs_work_size(n: int) -> int:
     """Length of the float64 workspace ``allpairs_grad`` needs for n examples."""
     return 4 * int(n) + _STACK
-
-
-def stats_shape(d: int) -> tuple[int, int]:
-    """Shape of the class-statistics array: (2, 1 + d + d*d); row 0 the +1 class, row 1 the -1
-    class; columns [count, mean (d), centred scatter sum (x - mu)(x - mu)^T (d x d, row-major)]."""
-    return (2, 1 + int(d) + int(d) * int(d))
 
 
 # ---- helpers ---------------------------------------------------------------------------------
@@ -303,7 +275,7 @@ def _accumulate(n, Xs, prime, k, krow, coef, off, f, g):
 def allpairs_grad(form, phi, q, n, Xs, Ys, prime, k, krow, w, scale, g, work):
     """Average loss over the n(n-1) ordered pairs i != j of S (or S'), adding
     ``scale`` * (its gradient) into g -- exactly what the FULL_BATCH branch of
-    ``stabsim.kernels.twin._grad`` computes with its double loop (``mult`` there = ``scale``).
+    ``stabsim.kernels.twin_steps._grad`` computes with its double loop (``mult`` there = ``scale``).
 
     form: ``losses.AUC``, ``AUC_ORDERED`` or ``RANKING`` (the metric forms raise ValueError).
     phi, q: as in ``losses.phi_value_deriv``.  n: examples in S (rows 0..n-1 of Xs/Ys; the
@@ -532,275 +504,3 @@ def _general_pairs(form, phi, q, n, Xs, prime, k, krow, Ys, scale, g, work):
         _accumulate(n, Xs, prime, k, krow, work, co, scale / npairs, g)
     return tot
 
-
-# ---- sufficient statistics (squared loss) ------------------------------------------------------
-
-@njit(cache=True)
-def class_stats(n, Xs, Ys, prime, k, krow, stats):
-    """Per-class count, mean and centred scatter of the n examples of S (or S'), two-pass
-    (mean first), into stats (``stats_shape(d)``).  O(n d^2); once per run for P2 Alg. 1."""
-    d = Xs.shape[1]
-    for c in range(2):
-        for a in range(stats.shape[1]):
-            stats[c, a] = 0.0
-    for i in range(n):
-        r = _row(i, prime, k, krow)
-        y = Ys[r]
-        if y == 1.0:
-            c = 0
-        elif y == -1.0:
-            c = 1
-        else:
-            raise ValueError("class_stats: labels must be in {-1, +1}")
-        stats[c, 0] += 1.0
-        for a in range(d):
-            stats[c, 1 + a] += Xs[r, a]
-    for c in range(2):
-        if stats[c, 0] > 0:
-            for a in range(d):
-                stats[c, 1 + a] /= stats[c, 0]
-    o = 1 + d
-    for i in range(n):
-        r = _row(i, prime, k, krow)
-        c = 0 if Ys[r] == 1.0 else 1
-        for a in range(d):
-            ea = Xs[r, a] - stats[c, 1 + a]
-            for b in range(d):
-                stats[c, o + a * d + b] += ea * (Xs[r, b] - stats[c, 1 + b])
-
-
-@njit(cache=True)
-def _quad_cw(stats, c, w, d, cw):
-    """cw = C_c w; returns w' C_c w."""
-    o = 1 + d
-    q = 0.0
-    for a in range(d):
-        s = 0.0
-        for b in range(d):
-            s += stats[c, o + a * d + b] * w[b]
-        cw[a] = s
-        q += w[a] * s
-    return q
-
-
-@njit(cache=True)
-def allpairs_squared_stats(form, n, stats, w, scale, g, work):
-    """``allpairs_grad`` for phi = squared from the class statistics of S (or S')
-    (``class_stats``): average loss over the n(n-1) ordered pairs, g += scale * gradient.
-    O(d^2) per call.  work: float64 of length >= d.  Labels must be +-1."""
-    if form != AUC and form != AUC_ORDERED and form != RANKING:
-        raise ValueError("allpairs_squared_stats: form must be AUC, AUC_ORDERED or RANKING")
-    d = w.shape[0]
-    npairs = n * (n - 1.0)
-    npos = stats[0, 0]
-    nneg = stats[1, 0]
-    gamma = _gamma(form)
-    fac = _fac(form)
-    same = 0.0
-    if form == RANKING:
-        same = npos * (npos - 1.0) + nneg * (nneg - 1.0)  # phi(0) = 1
-    if npos == 0 or nneg == 0:
-        return same / npairs
-    wdmu = 0.0
-    for a in range(d):
-        wdmu += w[a] * (stats[0, 1 + a] - stats[1, 1 + a])
-    rho = 1.0 / gamma - wdmu
-    qp = _quad_cw(stats, 0, w, d, work)
-    tot = gamma * gamma * (npos * nneg * rho * rho + nneg * qp)
-    f = fac * scale / npairs
-    c0 = -2.0 * gamma * gamma * f
-    if f != 0.0:
-        for a in range(d):
-            g[a] += c0 * (npos * nneg * rho * (stats[0, 1 + a] - stats[1, 1 + a]) - nneg * work[a])
-    qn = _quad_cw(stats, 1, w, d, work)
-    tot += gamma * gamma * npos * qn
-    if f != 0.0:
-        for a in range(d):
-            g[a] -= c0 * npos * work[a]
-    return (fac * tot + same) / npairs
-
-
-# ---- all previous (P0 Algorithm 1, P3 pairwise GIGA) --------------------------------------------
-
-@njit(cache=True)
-def stats_reset(stats):
-    for c in range(stats.shape[0]):
-        for a in range(stats.shape[1]):
-            stats[c, a] = 0.0
-
-
-@njit(cache=True)
-def stats_add(stats, Xs, Ys, row):
-    """Add example ``row`` of Xs/Ys to its class statistics (Welford: count, mean, centred
-    scatter), O(d^2).  Labels must be +-1."""
-    d = Xs.shape[1]
-    y = Ys[row]
-    if y == 1.0:
-        c = 0
-    elif y == -1.0:
-        c = 1
-    else:
-        raise ValueError("stats_add: labels must be in {-1, +1}")
-    m = stats[c, 0] + 1.0
-    stats[c, 0] = m
-    o = 1 + d
-    # delta = x - mu_old:  C += ((m-1)/m) delta delta^T  (= delta (x - mu_new)^T),  mu += delta/m
-    f = (m - 1.0) / m
-    if f != 0.0:
-        for a in range(d):
-            da = f * (Xs[row, a] - stats[c, 1 + a])
-            for b in range(d):
-                stats[c, o + a * d + b] += da * (Xs[row, b] - stats[c, 1 + b])
-    for a in range(d):
-        stats[c, 1 + a] += (Xs[row, a] - stats[c, 1 + a]) / m
-    return c
-
-
-@njit(cache=True)
-def allprev_squared(form, w, Xs, Ys, a, t, stats, scale, g, work):
-    """(1/t) sum over the t previous draws b of phi(m(w; z_a, z_b)), phi = squared, in O(d^2):
-    the all-previous average of P0 Alg. 1 (a = the new draw i_{t+1}, previous i_1..i_t, the
-    kernel's ALL_PREV step t) and of P3's Lhat (a = z_t, t - 1 previous: pass t - 1).
-    Pairs are ordered (new, previous), as the kernel's ``_pair(ia=new, ib=previous)``.
-    stats holds the class statistics of the previous draws (``stats_add`` after each step,
-    rows resolved for S or S'); ``a`` is a row of Xs.  g += scale * gradient of the average.
-    work: float64 of length >= d.  Returns the average loss.
-
-    Call pattern in the ALL_PREV branch (per run, stats (2, 1+d+d^2) allocated once per
-    replicate, ``stats_reset`` then ``stats_add`` of the row of i_1 before step 1):
-        fval = allprev_squared(form, w, Xs, Ys, row(hist[t]), t, stats, mult, g, work)
-        ... after both runs' gradients:  stats_add(stats, Xs, Ys, row(hist[t]))
-    (with ``has_ref``, evaluate the w_ref loss with scale 0 before ``stats_add``).
-    """
-    if form != AUC and form != AUC_ORDERED and form != RANKING:
-        raise ValueError("allprev_squared: form must be AUC, AUC_ORDERED or RANKING")
-    d = Xs.shape[1]
-    ya = Ys[a]
-    if ya == 1.0:
-        other = 1
-    elif ya == -1.0:
-        other = 0
-    else:
-        raise ValueError("allprev_squared: labels must be in {-1, +1}")
-    gamma = _gamma(form)
-    same = 0.0
-    if form == RANKING:
-        same = stats[1 - other, 0]  # same-label previous draws: value phi(0) = 1, no gradient
-    m = stats[other, 0]
-    if m == 0.0 or (form == AUC_ORDERED and ya != 1.0):
-        return same / t
-    # dx = y_a (x_a - mu_other): the P - N difference of means direction
-    wdx = 0.0
-    for c in range(d):
-        wdx += w[c] * ya * (Xs[a, c] - stats[other, 1 + c])
-    rho = 1.0 / gamma - wdx
-    qf = _quad_cw(stats, other, w, d, work)
-    tot = gamma * gamma * (m * rho * rho + qf)
-    if scale != 0.0:
-        c0 = -2.0 * gamma * gamma * scale / t
-        for c in range(d):
-            g[c] += c0 * (m * rho * ya * (Xs[a, c] - stats[other, 1 + c]) - work[c])
-    return (tot + same) / t
-
-
-@njit(cache=True, inline="always")
-def row_score(w, Xs, b):
-    """w.x_b for row b (the all-previous and buffer loops' score)."""
-    s = 0.0
-    for c in range(Xs.shape[1]):
-        s += w[c] * Xs[b, c]
-    return s
-
-
-@njit(cache=True, inline="always")
-def add_row(g, e, Xs, b):
-    """g += e x_b (with e = -e', the same numbers as g -= e' x_b: negation is exact)."""
-    for c in range(Xs.shape[1]):
-        g[c] += e * Xs[b, c]
-
-
-@njit(cache=True)
-def allprev_pairs(form, phi, q, w, Xs, Ys, a, prev, t, prime, k, krow, scale, g):
-    """The O(t d) all-previous loop written tight (one score per previous draw, gradient as
-    one weighted row sum): (1/t) sum_{j<t} f(w; z_a, z_{prev[j]}) with row substitution for
-    S' applied to prev (a is already a row).  For any phi; the reference for
-    ``allprev_squared``.  Allocates nothing."""
-    ya = Ys[a]
-    sa = row_score(w, Xs, a)
-    tot = 0.0
-    ca = 0.0
-    f = scale / t
-    for j in range(t):
-        b = _row(prev[j], prime, k, krow)
-        cc = _coef(form, ya, Ys[b])
-        if cc == 0.0 and form != RANKING:
-            continue
-        sb = row_score(w, Xs, b)
-        v, dv = phi_value_deriv(phi, cc * (sa - sb), q)
-        tot += v
-        e = f * dv * cc
-        if e != 0.0:
-            ca += e
-            add_row(g, -e, Xs, b)
-    if ca != 0.0:
-        add_row(g, ca, Xs, a)
-    return tot / t
-
-
-@njit(cache=True)
-def allprev_pairs_grad(form, phi, q, w, Xs, Ys, a, prev, t, prime, k, krow, scale, g):
-    """``allprev_pairs``'s gradient alone (g += scale * the average gradient), by the same
-    operations in the same order (the same g, bit for bit), for callers that discard the average
-    loss: the logistic loss's log1p per pair, the costliest part of that loop, is not
-    evaluated (``losses.phi_deriv``).  Allocates nothing."""
-    ya = Ys[a]
-    sa = row_score(w, Xs, a)
-    ca = 0.0
-    f = scale / t
-    for j in range(t):
-        b = _row(prev[j], prime, k, krow)
-        cc = _coef(form, ya, Ys[b])
-        if cc == 0.0 and form != RANKING:
-            continue
-        sb = row_score(w, Xs, b)
-        e = f * phi_deriv(phi, cc * (sa - sb), q) * cc
-        if e != 0.0:
-            ca += e
-            add_row(g, -e, Xs, b)
-    if ca != 0.0:
-        add_row(g, ca, Xs, a)
-
-
-@njit(cache=True)
-def allprev_counts(form, phi, q, w, Xs, Ys, a, counts, n, t, prime, k, krow, scale, g):
-    """``allprev_pairs`` from the multiplicities of the previous draws: counts[i] is how often
-    example i is among the t previous draws, and (1/t) sum_{j<t} f(w; z_a, z_{i_j})
-    = (1/t) sum_i counts[i] f(w; z_a, z_i), so a step costs O(n d) instead of O(t d): P0 Alg. 1
-    with T = n^2 draws about 25 times fewer pairs on average.  For any phi.  Exact in real
-    arithmetic; in floating point each repeated term is multiplied by its count instead of
-    added count times, so the sums agree with the loop to rounding, not bit for bit (the tests
-    compare both with tests/naive.py to 1e-12).  S' reads row krow for example k.  Allocates
-    nothing."""
-    ya = Ys[a]
-    sa = row_score(w, Xs, a)
-    tot = 0.0
-    ca = 0.0
-    f = scale / t
-    for i in range(n):
-        m = counts[i]
-        if m == 0.0:
-            continue
-        b = _row(i, prime, k, krow)
-        cc = _coef(form, ya, Ys[b])
-        if cc == 0.0 and form != RANKING:
-            continue
-        sb = row_score(w, Xs, b)
-        v, dv = phi_value_deriv(phi, cc * (sa - sb), q)
-        tot += m * v
-        e = f * m * dv * cc
-        if e != 0.0:
-            ca += e
-            add_row(g, -e, Xs, b)
-    if ca != 0.0:
-        add_row(g, ca, Xs, a)
-    return tot / t

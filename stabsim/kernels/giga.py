@@ -50,7 +50,7 @@ from ..jit import njit
 from ..constraints import project
 from ..losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad
 from ..rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
-from .allpairs import allprev_pairs, allprev_pairs_grad
+from .allprev import allprev_pairs, allprev_pairs_grad
 from .native_call import address_for, caller_beside, make_native_caller
 from .nrt_free import NRT_FREE
 
@@ -251,16 +251,31 @@ def _giga_replicate(r, X, Y, kidx, krows, reps, seed, perms, form, phi, q, ckind
                 v[c] = w[c]
                 vp[c] = wp[c]
         if ci < C and ckpts[ci] == t:
-            rec[r, ci, 0] = _dist(w, wp)
-            rec[r, ci, 1] = _dist(rel, relp) if online else rec[r, ci, 0]
-            rec[r, ci, 2] = lsum
-            rec[r, ci, 3] = lsum_reg
-            if rec_out:
-                for c in range(p):
-                    outs[r, ci, 0, c] = v[c]
-                    outs[r, ci, 1, c] = vp[c]
+            _checkpoint(rec, outs, rec_out, r, ci, w, wp, rel, relp, v, vp, online, lsum, lsum_reg)
             ci += 1
-    # final outputs
+    _final_outputs(final, r, online, n, acc, accp, racc, raccp, rel, relp, key_n, key_np, indep_noise, sigma_off,
+                   ckind, radius, md, A, V, lam, tmp)
+
+
+@njit(cache=True, inline="always")
+def _checkpoint(rec, outs, rec_out, r, ci, w, wp, rel, relp, v, vp, online, lsum, lsum_reg):
+    """Checkpoint ci of replicate r (``giga_kernel``'s recorded columns and outputs)."""
+    rec[r, ci, 0] = _dist(w, wp)
+    rec[r, ci, 1] = _dist(rel, relp) if online else rec[r, ci, 0]
+    rec[r, ci, 2] = lsum
+    rec[r, ci, 3] = lsum_reg
+    if rec_out:
+        for c in range(w.shape[0]):
+            outs[r, ci, 0, c] = v[c]
+            outs[r, ci, 1, c] = vp[c]
+
+
+@njit(cache=True, inline="always")
+def _final_outputs(final, r, online, n, acc, accp, racc, raccp, rel, relp, key_n, key_np, indep_noise, sigma_off,
+                   ckind, radius, md, A, V, lam, tmp):
+    """The final outputs of replicate r on S and S': the averages (online: and the averages of
+    the releases), or (offline) the average and its output perturbation, projected."""
+    p = acc.shape[0]
     if online:
         m = n - 1.0
         for c in range(p):

@@ -1,10 +1,10 @@
 """The twin kernel on a CUDA GPU (numba-cuda): one GPU thread per replicate.
 
 Every kernel kind of ``stabsim.kernels.twin`` runs here, from the same code: the body of one
-replicate is ``twin.build_replicate(KIND, POLL=False)``, the function the CPU kernel calls in its
-``prange`` loop, compiled by numba-cuda as a device function.  Nothing is written twice, so a
-replicate draws exactly the indices and normals it draws on the CPU (``stabsim.rng``: a pure
-function of (seed, replicate id, counter)); the numbers agree to rounding (docs/gpu.md).
+replicate is ``twin_replicate.build_replicate(KIND, POLL=False)``, the function the CPU kernel
+calls in its ``prange`` loop, compiled by numba-cuda as a device function.  Nothing is written
+twice, so a replicate draws exactly the indices and normals it draws on the CPU (``stabsim.rng``:
+a pure function of (seed, replicate id, counter)); the numbers agree to rounding (docs/gpu.md).
 
 Design:
 
@@ -35,7 +35,10 @@ import numpy as np
 from numba import float64
 
 from ..backend import cuda_module, simulator_enabled
-from .twin import _CPU_REPLICATES, GENERAL, _specialised, N_REC, build_replicate, call_setup, spec_of, twin_layout
+from .twin import _CPU_REPLICATES, _specialised, kind_of, specialisation
+from .twin_config import SHARED_ARRAYS, TwinConfig
+from .twin_replicate import build_replicate, twin_layout
+from .twin_steps import GENERAL, N_REC
 
 # imported here, not on ``import stabsim`` (this module is imported only when a GPU run is asked
 # for); a module global, as numba's simulator expects of the ``cuda`` a kernel refers to
@@ -49,7 +52,7 @@ THREADS_PER_BLOCK = 128
 #: Read when a kind's kernel is built (``cuda_kernel.cache_clear()`` after changing it).
 MAX_REGISTERS = None
 #: compile one kernel per configuration (loss form, constraint kind, noise mode, output rule,
-#: reference point, recorded outputs) with these as constants (``twin.build_replicate``'s
+#: reference point, recorded outputs) with these as constants (``twin_replicate.build_replicate``'s
 #: ``SPEC``), so that NVVM drops the branches a run does not take: a compilation per
 #: configuration for fewer registers per thread, and on the fast kinds per-thread iterates
 #: (``LOCAL_MAX_P``).  None (the default): on a GPU (not in numba's simulator, where a
@@ -224,32 +227,34 @@ def specialised_build(R: int, T: int, local: bool = True) -> bool:
     return not simulator_enabled() and int(R) * int(T) >= least
 
 
-def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi, q, ckind, radius, md,
-                     etas, omegas, avg_lag, sigma, indep_noise, has_ref, wref, W0, ckpts, rec, rec_out, outs,
-                     kind=None, T=None, strides=(1, 1), stop=None, chunk=None):
+def twin_kernel_cuda(config: TwinConfig, X, Y, kidx, krows, reps, seed, W0, rec, outs, *, kind=None, stop=None,
+                     chunk=None):
     """``twin.twin_kernel`` on the GPU: the same arguments and the same results (to rounding).
     ``chunk``: replicates per launch (default: what fits in GPU memory)."""
-    sigma, noise, T, es, os_, kk = call_setup(schedule, s, form, etas, omegas, sigma, indep_noise, kind, T, strides)
+    kk = kind_of(config, kind)
     i64 = np.int64
     R, p = W0.shape
     nS, rows, d = X.shape
-    C = ckpts.shape[0]
-    n, hlen, nwork, use_stats, slen = twin_layout(X, Y, i64(R), i64(schedule), i64(s), i64(form), i64(phi), i64(T))
+    C = config.checkpoints.shape[0]
+    rec_out = config.record_outputs
+    n, hlen, nwork, use_stats, slen = twin_layout(X, Y, i64(R), i64(config.schedule), i64(config.buffer),
+                                                  i64(config.form), i64(config.phi), i64(config.T))
     spec = None
     per_thread = kk != GENERAL and p == d and 0 < p <= LOCAL_MAX_P
-    if specialised_build(R, T, per_thread):
-        spec = spec_of(form, ckind, noise, avg_lag, has_ref, rec_out, p if per_thread else None)
+    if specialised_build(R, config.T, per_thread):
+        spec = specialisation(config, p if per_thread else None)
     local = spec is not None and len(spec) == 7   # per-thread iterates (_local_kernel)
-    per = bytes_per_replicate(p, d, md, hlen, nwork, slen, C, rec_out, nS, rows, local)
+    per = bytes_per_replicate(p, d, config.md, hlen, nwork, slen, C, rec_out, nS, rows, local)
     size = max_chunk(per) if chunk is None else max(1, int(chunk))
     size = min(size, R)
     kernel = cuda_kernel(kk, spec)
     shared = {name: _to_device(a) for name, a in
-              (("etas", etas), ("omegas", omegas), ("wref", wref), ("ckpts", ckpts), ("stop", np.zeros(1, i64)))}
+              (("etas", config.etas), ("omegas", config.omegas), ("wref", config.wref), ("ckpts", config.checkpoints),
+               ("stop", np.zeros(1, i64)))}
     if nS == 1:
         shared["X"], shared["Y"] = _to_device(X), _to_device(Y)
     scratch = {k: cuda.device_array(shape, dtype=np.int64 if k == "hist" else np.float64)
-               for k, shape in scratch_shapes(p, d, md, int(hlen), int(nwork), int(slen), size, local).items()}
+               for k, shape in scratch_shapes(p, d, config.md, int(hlen), int(nwork), int(slen), size, local).items()}
     for a in range(0, R, size):
         if stop is not None and stop[0]:
             return
@@ -261,17 +266,15 @@ def twin_kernel_cuda(X, Y, kidx, krows, reps, seed, schedule, s, seq, form, phi,
         outs_c = _to_device(outs[a:b] if rec_out else outs)
         sc = scratch   # whole arrays (one compiled layout); threads r >= m return at once
         blocks = (m + THREADS_PER_BLOCK - 1) // THREADS_PER_BLOCK
+        args = config.kernel_args(Xc, Yc, _to_device(kidx[a:b]), _to_device(krows[a:b]), _to_device(reps[a:b]), seed,
+                                  _to_device(W0[a:b]), rec_c, outs_c, shared["stop"],
+                                  arrays={name: shared[name] for name in SHARED_ARRAYS})
         with warnings.catch_warnings():
             # a call of few replicates fills few blocks, and numba-cuda then warns of low occupancy
             # at every launch: nothing a user can act on (audits and searches make many such calls)
             warnings.filterwarnings("ignore", message=".*Grid size", category=Warning)
             kernel[blocks, THREADS_PER_BLOCK](
-                Xc, Yc, _to_device(kidx[a:b]), _to_device(krows[a:b]),
-                _to_device(reps[a:b]), i64(seed), i64(schedule), i64(s), i64(seq), i64(form),
-                i64(phi), float(q), i64(ckind), float(radius), i64(md), i64(T), shared["etas"], i64(es), shared["omegas"],
-                i64(os_), i64(avg_lag), i64(noise), sigma, bool(has_ref), shared["wref"],
-                _to_device(W0[a:b]), shared["ckpts"], rec_c, bool(rec_out), outs_c,
-                shared["stop"], i64(n), bool(use_stats), sc["W"], sc["g"], sc["acc"], sc["nz"], sc["dx"], sc["hist"],
+                *args, i64(n), bool(use_stats), sc["W"], sc["g"], sc["acc"], sc["nz"], sc["dx"], sc["hist"],
                 sc["A"], sc["V"], sc["lam"], sc["tmp"], sc["work"], sc["stats"], sc["nrm2"])
         rec[a:b] = rec_c.copy_to_host()
         if rec_out:

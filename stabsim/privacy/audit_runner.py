@@ -310,7 +310,7 @@ def _every_iterate_scores(algorithm, record, X, y, canary, lossf, kw, ids, seed,
     for the replicate ids ``ids``, in chunks of replicates whose record (every iterate of both
     runs and the per-step statistics) stays under ``chunk_bytes`` (32 MiB: the P4 audits' peak
     memory; each replicate's ratio is computed alone, so the chunking changes no number)."""
-    from ..kernels.twin import N_REC
+    from ..kernels import N_REC
     from ..twin import run_twin
     from .audit_whitebox import path_log_lr
 

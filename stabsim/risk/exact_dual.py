@@ -12,7 +12,8 @@ from fractions import Fraction
 import numpy as np
 import scipy.linalg
 
-from ..kernels.risk_kernels import KIND_PN, KIND_POINT, pn_alpha, point_rows
+from ..kernels.risk_kernels import KIND_PN, KIND_POINT, point_rows
+from ..kernels.risk_pn import pn_alpha
 from ..losses import POINT_LSQ
 
 def _exact_dot(ints, xs):

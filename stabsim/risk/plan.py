@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.risk_kernels import (KIND_METRIC, KIND_PN, KIND_POINT, KIND_RANK, MODE_FAST,
-                                    MODE_LOOP, MODE_SCORES, phi_all)
+from ..kernels.risk_kernels import KIND_METRIC, KIND_PN, KIND_POINT, KIND_RANK, MODE_FAST, MODE_LOOP, MODE_SCORES
+from ..kernels.risk_phi import phi_all
 from ..losses import AUC, AUC_ORDERED, Loss, get_loss
 from ..validation import check_Xy
 

@@ -21,7 +21,7 @@ from ... import rng
 from ...algorithms import get_algorithm
 from ...constraints import Constraint, get_constraint
 from ...backend import resolve_backend
-from ...kernels import N_REC
+from ...kernels import N_REC, TwinConfig
 from ...losses import Loss, get_loss
 from ...provenance import provenance
 from ...steps import kernel_step_sizes
@@ -171,16 +171,16 @@ def _phase_averages(config, tw, start, nk, eta_k, Tk, sk, W, Wp):
     kl = np.where(inside, tw.kidx - start, -1).astype(np.int64)
     etas, es = kernel_step_sizes(eta_k, Tk)
     omegas, os_ = alg.kernel_omegas(etas, es, Tk)
-    ck = np.array([Tk], dtype=np.int64)
+    kconfig = TwinConfig(schedule=alg.schedule, buffer=alg.buffer, sequential=alg.sequential, T=Tk, etas=etas,
+                         eta_stride=es, form=lossf.form, phi=lossf.phi, q=lossf.q, ckind=cons.kind,
+                         radius=cons.radius, md=tw.md, lag=alg.avg_lag, omegas=omegas, omega_stride=os_,
+                         checkpoints=np.array([Tk], dtype=np.int64), record_outputs=True)
     res = []
     twin_kernel = backend_kernel(resolve_backend())   # the study's or caller's backend (use_backend)
     for W0 in (W, Wp):
         rec = np.full((R, 1, N_REC), np.nan)
         outs = np.zeros((R, 1, 2, p))
-        twin_kernel(Xext, Yext, kl, krows, tw.reps, sk, alg.schedule, alg.buffer,
-                    int(alg.sequential), lossf.form, lossf.phi, float(lossf.q), cons.kind,
-                    float(cons.radius), tw.md, etas, omegas, alg.avg_lag, 0.0, False, False,
-                    np.zeros(p), np.ascontiguousarray(W0), ck, rec, True, outs, T=Tk, strides=(es, os_))
+        twin_kernel(kconfig, Xext, Yext, kl, krows, tw.reps, sk, np.ascontiguousarray(W0), rec, outs)
         res.append(outs)
     return res[0][:, 0, 0], res[1][:, 0, 1]
 
