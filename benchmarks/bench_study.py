@@ -37,7 +37,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from stabsim.study import KINDS, Executor, load_study, run_study  # noqa: E402
+from stabsim.registry import KINDS
+from stabsim.study import Executor, load_study, run_study
 
 
 def _steps(spec) -> int:

@@ -45,6 +45,7 @@ CATEGORIES = (
     ("privacy accounting", ("stabsim/privacy/", "dp_accounting")),
     ("plotting (matplotlib)", ("matplotlib", "stabsim/plots.py", "/PIL/")),
     ("storage (xarray, netCDF, HDF5)", ("xarray", "h5netcdf", "h5py", "netCDF", "stabsim/store.py",
+                                        "stabsim/atomic_files.py",
                                         "stabsim/study/assembly.py")),
     ("dask", ("/dask/", "/distributed/")),
     ("scipy", ("/scipy/",)),
@@ -98,8 +99,8 @@ def by_category(stats: pstats.Stats) -> dict[str, float]:
 
 def run(profile: str | None, out: str, prof_path: Path) -> tuple[dict, float]:
     """Run the suite under cProfile, timing each study's run and analysis."""
-    import stabsim.analyses as analyses
     import stabsim.cli as cli
+    import stabsim.report_study as report_study
 
     times: dict[str, dict] = {}
 
@@ -113,7 +114,7 @@ def run(profile: str | None, out: str, prof_path: Path) -> tuple[dict, float]:
         return wrapper
 
     cli.run_study = timed(cli.run_study, "run", lambda spec, *a: spec.id)
-    analyses.analyse = timed(analyses.analyse, "analyse", lambda d, *a: Path(d).name)
+    report_study.analyse = timed(report_study.analyse, "analyse", lambda d, *a: Path(d).name)
     argv = ["run", "suite", "--out", out, "--no-progress"] + (["--quick"] if profile == "quick" else [])
     pr = cProfile.Profile()
     t0 = time.perf_counter()

@@ -39,11 +39,11 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(__doc__)
         return 2
-    import stabsim.analyses as analyses
+    import stabsim.report_study as report_study
     from stabsim import cli
 
     log = open(argv[0], "w")
-    run_study, analyse = cli.run_study, analyses.analyse
+    run_study, analyse = cli.run_study, report_study.analyse
 
     def recorded(step, name_of, fn):
         def wrapper(*a, **k):
@@ -59,7 +59,7 @@ def main(argv: list[str]) -> int:
         return wrapper
 
     cli.run_study = recorded("run", lambda a: a[0].id, run_study)
-    analyses.analyse = recorded("analyse", lambda a: os.path.basename(str(a[0]).rstrip("/")), analyse)
+    report_study.analyse = recorded("analyse", lambda a: os.path.basename(str(a[0]).rstrip("/")), analyse)
     return cli.main(argv[1:])
 
 

@@ -184,14 +184,12 @@ def study_mismatches(spec, check: str | None = None) -> dict[str, list[str]]:
     must satisfy it (the mismatches name the cell); a bound that a kind's own check compares only
     on the cells it fits (a sweep over P3's variants, say) is refused when no cell satisfies it.
     """
-    from .study.grid import _cell_label
-
     keys = list(dict.fromkeys(list(spec.bounds.get("keys", [])) + list((spec.check or {}).get("bounds") or [])))
     every_cell = set((spec.check or {}).get("bounds") or []) if check == "overlay" else set()
     runs = {}
     for cell in spec.cells():
         s = run_settings(spec.kind, spec.cell_params(cell))
-        runs.setdefault(repr(sorted(s.items())), (s, []))[1].append(_cell_label(cell))
+        runs.setdefault(repr(sorted(s.items())), (s, []))[1].append(cell.label)
     out = {}
     for key in keys:
         found = [(labels, check_applicable(key, s)) for s, labels in runs.values()]

@@ -36,7 +36,7 @@ saying how to resume.
 Other modules behind two commands: ``stabsim report`` calls ``stabsim.report.report(out_dir)``
 (``report`` below, a list of the studies in the folder and the state of their results, is what
 it prints only if ``stabsim.report`` cannot be imported); ``stabsim audit ARGS`` calls
-``stabsim.privacy.audit_runner.main(ARGS) -> int`` (ARGS: the list of arguments after ``audit``).
+``stabsim.privacy.audit_cli.main(ARGS) -> int`` (ARGS: the list of arguments after ``audit``).
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ from ._signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
 from .backend import BACKENDS
 from .thread_pools import configure_thread_pools
 from .resources import freeze_long_lived, limit_malloc_arenas, release_freed_memory
-from .study.lane import StudyLane, take_studies
-from .study import (Executor, StudyError, default_studies_dir, load_study, run_study,
-                    study_index, _hint)
+from .registry import did_you_mean
+from .study import Executor, StudyError, default_studies_dir, load_study, run_study, study_index
+from .study.lane import StudyLane, failure_text, take_studies
 
 
 class _Parser(argparse.ArgumentParser):
@@ -149,7 +149,7 @@ def resolve_studies(names, studies_dir: Path) -> list[Path]:
                 paths = [e["path"] for e in index if e["id"] == name or e["path"].stem == name]
                 if not paths:
                     known = sorted({e["id"] for e in index})
-                    raise CLIError(f"unknown study {name!r}.{_hint(name, known)} Studies in {studies_dir}: "
+                    raise CLIError(f"unknown study {name!r}.{did_you_mean(name, known)} Studies in {studies_dir}: "
                                    f"{', '.join(known) or 'none'} (or give a path to a .toml file)")
                 paths = paths[:1]
         for q in paths:
@@ -163,10 +163,10 @@ WARM_STUDIES = 5
 
 
 def cmd_run(args) -> int:
-    from .builtin import load_all
+    from .registry import load_builtin
 
     limit_malloc_arenas()   # one heap for all threads: a long run keeps less memory it freed (stabsim.resources)
-    load_all()  # the built-in study kinds and checks
+    load_builtin()  # the built-in study kinds and checks
 
     plugins = _load_plugins(args)
     paths = resolve_studies(args.study, _studies_dir(args))
@@ -185,7 +185,7 @@ def cmd_run(args) -> int:
     t0 = time.perf_counter()
     analyse = None
     if not args.no_analyse:
-        from .analyses import analyse
+        from .report_study import analyse
     failures: dict[str, str] = {}
     configure_thread_pools()   # numba's threads and BLAS's would spin against each other (stabsim.thread_pools)
     if "suite" in args.study or len(specs) >= WARM_STUDIES:  # compile on every core first, once per version
@@ -205,10 +205,10 @@ def cmd_run(args) -> int:
         from .privacy import prefetch
 
         ledger = prefetch.start({s.id: s.profile for s in specs}, log=lambda m: print(m, file=sys.stderr))
-    # many studies: each analysed in a worker process while the next computes (stabsim.analyses.background)
+    # many studies: each analysed in a worker process while the next computes (stabsim.report_background)
     background = None
     if analyse is not None and len(specs) >= WARM_STUDIES:
-        from .analyses.background import BackgroundAnalyses
+        from .report_background import BackgroundAnalyses
 
         background = BackgroundAnalyses.start(plugins)
     run_kw = dict(force=args.force, keep_chunks=args.keep_chunks, resume_hint=hint,
@@ -226,7 +226,7 @@ def cmd_run(args) -> int:
             except Exception as e:  # one study that cannot run does not stop the others (Ctrl-C still does)
                 if len(specs) == 1:
                     raise
-                failure = _failure_text(e)
+                failure = failure_text(e)
             if failure is not None:
                 failures[spec.id] = failure
                 print(f"study {spec.id!r}: {failures[spec.id]}; going on with the other studies", file=sys.stderr)
@@ -290,13 +290,6 @@ def _print_verdicts(analysed) -> None:
         print(f"  -> {Path(study_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
 
 
-def _failure_text(e: Exception) -> str:
-    """"skipped (...)" for a missing optional package, else "error (...)"."""
-    text = f"{type(e).__name__}: {e}"
-    missing = isinstance(e, ImportError) or "ImportError" in str(e) or "not installed" in str(e)
-    return ("skipped (missing optional package: " if missing else "error (") + text + ")"
-
-
 # ---- report (fallback without stabsim.report) ----------------------------------------------
 
 def report(out_dir) -> str:
@@ -336,7 +329,7 @@ def _load_plugins(args) -> list[str]:
     names = [m.strip() for v in (getattr(args, "plugins", None) or []) for m in v.split(",") if m.strip()]
     if not names:
         return []
-    from .plugins import PluginError, load_plugins
+    from .registry.plugins import PluginError, load_plugins
 
     if "" not in sys.path:  # like `python -m`: a plugin in the current folder is found
         sys.path.insert(0, "")
@@ -365,20 +358,9 @@ def cmd_report(args) -> int:
 # ---- audit (hook) -------------------------------------------------------------------------------
 
 def cmd_audit(args) -> int:
-    try:
-        mod = importlib.import_module("stabsim.privacy.audit_runner")
-    except ModuleNotFoundError as e:
-        if e.name != "stabsim.privacy.audit_runner":
-            raise
-        print("stabsim: error: 'stabsim audit' is provided by stabsim.privacy.audit_runner, which is not "
-              "available in this installation", file=sys.stderr)
-        return 2
-    entry = getattr(mod, "main", None)
-    if entry is None:
-        print("stabsim: error: 'stabsim audit' is provided by stabsim.privacy.audit_runner when it defines "
-              "main(argv) -> int; the installed one does not", file=sys.stderr)
-        return 2
-    return int(entry(list(args.args)) or 0)
+    from .privacy.audit_cli import main
+
+    return int(main(list(args.args)) or 0)
 
 
 # ---- privacy ledger -----------------------------------------------------------------------------

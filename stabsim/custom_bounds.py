@@ -37,7 +37,7 @@ FUNCTIONS: dict[str, Callable] = {
     "min": lambda *a: _reduce(np.minimum, a), "max": lambda *a: _reduce(np.maximum, a),
     "minimum": np.minimum, "maximum": np.maximum,
 }
-_ARITY = {"sqrt": (1, 1), "log": (1, 1), "exp": (1, 1), "abs": (1, 1), "min": (2, None), "max": (2, None),
+ARITY = {"sqrt": (1, 1), "log": (1, 1), "exp": (1, 1), "abs": (1, 1), "min": (2, None), "max": (2, None),
           "minimum": (2, 2), "maximum": (2, 2)}
 
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
@@ -101,9 +101,9 @@ def compile_expr(text: str, allowed=SYMBOLS, functions: dict | None = None, arit
     """Parse and compile ``text`` (see the module docstring); raises ``ExprError``.
 
     ``functions``/``arity``: the callable names and their argument counts (default ``FUNCTIONS``);
-    the overlay check adds reductions over the data (``stabsim.analyses.overlay_measure``)."""
+    a ``[check]`` formula adds reductions over the data (``stabsim.registry.formulas``)."""
     FUNCTIONS = functions if functions is not None else globals()["FUNCTIONS"]
-    _ARITY = arity if arity is not None else globals()["_ARITY"]
+    ARITY = arity if arity is not None else globals()["ARITY"]
     if not isinstance(text, str) or not text.strip():
         raise ExprError("the formula must be a non-empty string, e.g. expr = \"2 * G * eta * t / n\"")
     try:
@@ -156,7 +156,7 @@ def compile_expr(text: str, allowed=SYMBOLS, functions: dict | None = None, arit
                                 f"Allowed functions: {', '.join(FUNCTIONS)}")
             if node.keywords:
                 raise ExprError(f"formula {text!r}: keyword arguments are not allowed in {fn}(){where}")
-            lo, hi = _ARITY[fn]
+            lo, hi = ARITY[fn]
             k = len(node.args)
             if k < lo or (hi is not None and k > hi):
                 want = f"{lo}" if lo == hi else f"{lo} or more" if hi is None else f"{lo}-{hi}"

@@ -1,9 +1,11 @@
-"""The checksums of ``data.nc`` (used by ``stabsim.study`` and ``stabsim.analyses``):
+"""The checksums of ``data.nc`` (used by ``stabsim.study`` and ``stabsim.report_study``):
 ``write_data`` writes it atomically with HDF5's Fletcher-32 filter on every numeric array
 variable and a SHA-256 of every variable's values, dims, dtype and attrs and of the global
 attrs (attr ``stabsim_integrity``, computed over everything but itself); ``verify_data``
 reads every value and checks both, raising ``DamagedData`` with the path and the reason.
-``weak_checksum`` tells a file of an older method (Fletcher-32 only for the array values)."""
+``weak_checksum`` tells a file of an older method (Fletcher-32 only for the array values).
+The hashing of values and attrs (``feed``, ``canon_attr``) is shared with the chunk checksums
+of ``stabsim.store``."""
 
 from __future__ import annotations
 
@@ -14,7 +16,45 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .store import ENGINE, StoreError, _canon_attr, _feed, atomic_write_netcdf, clean_encoding
+from .atomic_files import atomic_write_netcdf
+
+#: the netCDF engine of data.nc
+ENGINE = "h5netcdf"
+
+
+class StoreError(RuntimeError):
+    """A problem with the output directory (locked, foreign contents, unreadable files)."""
+
+
+def feed(h, name: str, values: np.ndarray) -> None:
+    """Hash one variable's name, shape, dtype and values into ``h`` (strings by value, so that a
+    netCDF round trip, which may change their dtype, hashes the same)."""
+    values = np.asarray(values)
+    h.update(name.encode() + b"\0" + str(values.shape).encode() + b"\0")
+    if values.dtype.kind in "OUS":  # strings: dtype differs before/after a netCDF round trip
+        h.update(b"str\0" + json.dumps([str(v) for v in values.ravel().tolist()]).encode())
+    else:
+        h.update(values.dtype.str.encode() + b"\0" + np.ascontiguousarray(values).tobytes())
+
+
+def canon_attr(v):
+    """An attr value as plain JSON-able Python (numpy scalars as numbers, arrays and tuples as lists)."""
+    if isinstance(v, np.ndarray):
+        return [canon_attr(x) for x in v.tolist()]
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, bytes):
+        return v.decode("utf-8", "replace")
+    if isinstance(v, (list, tuple)):
+        return [canon_attr(x) for x in v]
+    return v
+
+
+def clean_encoding(ds: xr.Dataset) -> xr.Dataset:
+    """Drop on-disk encodings inherited from source files (chunk sizes, fill values...)."""
+    for v in ds.variables.values():
+        v.encoding = {}
+    return ds
 
 
 # Measured on this class of machine (a 197 MB data.nc, page cache warm): writing with HDF5's
@@ -48,10 +88,10 @@ _SLAB_BYTES = 64 * 2**20
 
 
 def _feed_var(h, name: str, var) -> None:
-    """``store._feed(h, name, var.values)`` (the same bytes hashed), reading a numeric
+    """``feed(h, name, var.values)`` (the same bytes hashed), reading a numeric
     variable slab by slab along its first dim."""
     if var.ndim == 0 or var.dtype.kind in "OUS":
-        _feed(h, name, var.values)
+        feed(h, name, var.values)
         return
     h.update(name.encode() + b"\0" + str(var.shape).encode() + b"\0" + var.dtype.str.encode() + b"\0")
     row = max(1, int(np.prod(var.shape[1:], dtype=np.int64)) * var.dtype.itemsize)
@@ -75,8 +115,8 @@ def _integrity_digest(ds: xr.Dataset, filtered, *, method: str = INTEGRITY_METHO
             h.update(f"{name}\0{var.shape}\0{var.dtype.str}\0f32\0".encode())
         else:
             _feed_var(h, name, var)
-        h.update(json.dumps(_canon_attr(dict(var.attrs)), sort_keys=True, default=str).encode())
-    attrs = {k: _canon_attr(v) for k, v in ds.attrs.items() if k != INTEGRITY_ATTR}
+        h.update(json.dumps(canon_attr(dict(var.attrs)), sort_keys=True, default=str).encode())
+    attrs = {k: canon_attr(v) for k, v in ds.attrs.items() if k != INTEGRITY_ATTR}
     h.update(json.dumps(attrs, sort_keys=True, default=str).encode())
     return h.hexdigest()
 

@@ -24,15 +24,15 @@ def prepare_helper(plugins=(), preload=()) -> None:
     """Everything a helper needs before its first task, then the freeze (see the module doc)."""
     import numba
 
-    from .builtin import load_all
+    from .registry import load_builtin
     from .resources import freeze_long_lived
     from .thread_pools import configure_thread_pools
 
     configure_thread_pools()
     numba.set_num_threads(1)
-    load_all()
+    load_builtin()
     if plugins:
-        from .plugins import load_plugins
+        from .registry.plugins import load_plugins
 
         load_plugins(list(plugins))
     for name in preload:

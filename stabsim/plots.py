@@ -519,7 +519,7 @@ def save(fig: Figure, path, dpi: int = 150) -> Path:
         try:
             fig.savefig(path, dpi=dpi)
         except OSError as e:  # a full disk: say which file (a write error carries no file name)
-            from .store import write_error
+            from .atomic_files import write_error
 
             raise write_error(path, e, kept="the figure is incomplete") from None
     finally:

@@ -1,7 +1,7 @@
 """``stabsim report``: one table over every analysed study in an output folder.
 
 ``report(out_dir, reports_dir=None)`` (re-)analyses studies whose ``data.nc`` is newer
-than their ``analysis.json`` (``stabsim.analyses.analyse``), copies their figures to
+than their ``analysis.json`` (``stabsim.report_study.analyse``), copies their figures to
 ``reports_dir/figures/<study>/`` and writes
 
 ``index.md``        one screen first: what was checked (command, profile, studies, rows) and the
@@ -32,10 +32,10 @@ import os
 import shutil
 from pathlib import Path
 
-from .analyses.base import (ANALYSIS_FILE, CHECK_KINDS, FIGURE_DIR, LITERAL_LEDGER_READINGS, STAND_IN, SUMMARY_FILE,
-                             _g, analyse, md_table)
+from .analyses.base import CHECK_KINDS, LITERAL_LEDGER_READINGS, STAND_IN, _g, md_table
 from .report_findings import first_screen, headline_counts, headline_text, row_contradictions  # noqa: F401
 from .report_pages import verdicts_page
+from .report_study import ANALYSIS_FILE, FIGURE_DIR, SUMMARY_FILE, analyse
 from .verdict_core import FAILED_VERDICTS, LITERAL_READING, PROOF_GAP, is_headline, mark_repeats
 from .verdicts import OK_VERDICTS
 

@@ -10,10 +10,11 @@ Layout of one study's output directory ``OUT/STUDY``::
 
 Guarantees
 ----------
-* **Atomic files.**  Every file (chunk, ``data.nc``, ``study.json``) is written to a hidden
-  temporary ``.<name>.<pid>.<random>.tmp`` in the same directory, flushed to disk, checked,
-  and moved to its final name with ``os.replace``.  A killed run leaves at most a temporary
-  file (removed on the next start), never a half-written file under a final name.
+* **Atomic files** (``stabsim.atomic_files``).  Every file (chunk, ``data.nc``,
+  ``study.json``) is written to a hidden temporary ``.<name>.<pid>.<random>.tmp`` in the same
+  directory, flushed to disk, checked, and moved to its final name with ``os.replace``.  A
+  killed run leaves at most a temporary file (removed on the next start), never a half-written
+  file under a final name.
 * **Self-describing chunks.**  A chunk carries attrs ``chunk_fingerprint`` (the study's),
   ``chunk_cell_id``, ``chunk_cell`` (JSON coordinates), ``chunk_replicates`` (``start:stop``),
   ``chunk_replicates_sha256`` (of the int64 replicate ids), ``chunk_sha256`` (of every
@@ -30,7 +31,7 @@ Guarantees
   what the kind returned.  A chunk netCDF-3 cannot hold exactly (unsigned or complex
   dtypes, int64 beyond int32, array-valued attrs, ...) is written as netCDF-4 (h5netcdf)
   instead; readers detect the format from the file's magic bytes.  ``data.nc`` is netCDF-4.
-* **Checked data.nc** (``stabsim.data_integrity``; its names still importable from here).
+* **Checked data.nc** (``stabsim.data_integrity``).
   ``write_data`` stores every numeric array variable with HDF5's Fletcher-32 filter and a
   SHA-256 of every variable (name, dims, dtype, values, attrs) and the global attrs in attr
   ``stabsim_integrity`` (computed over everything but itself): Fletcher-32 alone misses
@@ -55,43 +56,28 @@ import json
 import os
 import re
 import shutil
-import uuid
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+from .atomic_files import atomic_write_netcdf, atomic_write_text, is_temp
+from .data_integrity import ENGINE, StoreError, canon_attr, clean_encoding, feed
+
 #: the file in ``chunks/`` that records ``--keep-chunks`` beside the chunks
 KEEP_MARKER = "KEEP"
 CHUNK_RE = re.compile(r"^(?P<cell>.+)__r(?P<start>\d+)-(?P<stop>\d+)\.nc$")
-TMP_SUFFIX = ".tmp"
-ENGINE = "h5netcdf"
-
-
-class StoreError(RuntimeError):
-    """A problem with the output directory (locked, foreign contents, unreadable files)."""
-
-
 # ---- hashing ---------------------------------------------------------------------------
 
 def replicates_sha256(reps) -> str:
     return hashlib.sha256(np.ascontiguousarray(np.asarray(reps, dtype=np.int64)).tobytes()).hexdigest()
 
 
-def _feed(h, name: str, values: np.ndarray) -> None:
-    values = np.asarray(values)
-    h.update(name.encode() + b"\0" + str(values.shape).encode() + b"\0")
-    if values.dtype.kind in "OUS":  # strings: dtype differs before/after a netCDF round trip
-        h.update(b"str\0" + json.dumps([str(v) for v in values.ravel().tolist()]).encode())
-    else:
-        h.update(values.dtype.str.encode() + b"\0" + np.ascontiguousarray(values).tobytes())
-
-
 def content_sha256(ds: xr.Dataset) -> str:
     """SHA-256 over the names, shapes, dtypes and values of every variable (coords included)."""
     h = hashlib.sha256()
     for name in sorted(map(str, ds.variables)):
-        _feed(h, name, ds[name].values)
+        feed(h, name, ds[name].values)
     return h.hexdigest()
 
 
@@ -103,149 +89,11 @@ def attrs_sha256(ds: xr.Dataset) -> str:
     """SHA-256 over a chunk's global attrs (less ``CHUNK_CHECKSUM_ATTRS``) and every variable's
     attrs, in canonical JSON (numpy scalars as numbers, tuples and arrays as lists): the same
     before writing and after ``open_chunk``, whichever chunk format holds it."""
-    glob = {str(k): _canon_attr(v) for k, v in ds.attrs.items() if k not in CHUNK_CHECKSUM_ATTRS}
-    per_var = {str(n): {str(k): _canon_attr(v) for k, v in ds.variables[n].attrs.items()}
+    glob = {str(k): canon_attr(v) for k, v in ds.attrs.items() if k not in CHUNK_CHECKSUM_ATTRS}
+    per_var = {str(n): {str(k): canon_attr(v) for k, v in ds.variables[n].attrs.items()}
                for n in sorted(map(str, ds.variables))}
     text = json.dumps([glob, per_var], sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-# ---- atomic writes ---------------------------------------------------------------------
-
-def _tmp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}{TMP_SUFFIX}")
-
-
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        _fsync_file(path)
-
-
-def is_temp(path: Path) -> bool:
-    return path.name.startswith(".") and path.name.endswith(TMP_SUFFIX)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` whole or not at all; a full disk (or a file-size limit) is an
-    OSError naming ``path``."""
-    path = Path(path)
-    tmp = _tmp_name(path)
-    try:
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-        except OSError as e:
-            raise write_error(path, e, kept="nothing was replaced") from None
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    _fsync_dir(path.parent)
-
-
-def atomic_write_netcdf(ds: xr.Dataset, path: Path, check=None, engine: str = ENGINE, encoding=None) -> None:
-    """Write ``ds`` to ``path`` through a temporary file and ``os.replace``.
-
-    ``check(tmp_path)``, when given, runs on the flushed temporary file before the rename
-    and must raise if the file is not what it should be (it then never gets the final name).
-    """
-    path = Path(path)
-    tmp = _tmp_name(path)
-    try:
-        try:
-            _write_netcdf(ds, tmp, engine, encoding)
-        except OSError as e:
-            raise write_error(path, e) from None
-        _fsync_file(tmp)
-        if check is not None:
-            check(tmp)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-    _fsync_dir(path.parent)
-
-
-#: Up to this size an HDF5 file is rendered in memory and then written with plain file I/O: a
-#: full disk or a file-size limit (``ulimit -f``) is then one clean OSError, whereas HDF5
-#: writing to the file itself fails in its close and destructors (a traceback for every
-#: object, then a segmentation fault at exit).  Larger files are written directly after
-#: checking their estimated size against the free disk and the file-size limit.
-IN_MEMORY_WRITE_BYTES = 512 * 2**20
-
-
-def _write_netcdf(ds: xr.Dataset, tmp: Path, engine: str, encoding) -> None:
-    est = int(ds.nbytes) + 2**20
-    if engine != "h5netcdf":
-        ds.to_netcdf(tmp, engine=engine, encoding=encoding)
-        return
-    if est <= IN_MEMORY_WRITE_BYTES:
-        import dask
-
-        # With a dask.distributed client active, xarray would lock the in-memory target with a
-        # distributed lock named after it, which the scheduler does not know: everything here is
-        # in memory already, so write with the synchronous scheduler (a local lock).
-        with dask.config.set(scheduler="synchronous"):
-            data = ds.to_netcdf(engine=engine, encoding=encoding)
-        with open(tmp, "wb") as f:
-            f.write(data)
-        return
-    import resource
-
-    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    if soft != resource.RLIM_INFINITY and est > soft:
-        raise OSError(errno.EFBIG, f"about {est} bytes exceed the file-size limit (ulimit -f) of {soft} bytes")
-    free = shutil.disk_usage(tmp.parent).free
-    if est > free:
-        raise OSError(errno.ENOSPC, f"about {est} bytes needed, {free} bytes free on the disk")
-    ds.to_netcdf(tmp, engine=engine, encoding=encoding)
-
-
-def write_error(path: Path, e: OSError, kept: str = "nothing was replaced and finished chunks are kept") -> OSError:
-    """``e`` as one OSError naming ``path``, the cause and what to do (``kept``: what is safe)."""
-    why = {errno.ENOSPC: "the disk is full", errno.EFBIG: "a file-size limit (ulimit -f) was reached",
-           errno.EDQUOT: "the disk quota is exceeded"}.get(e.errno, e.strerror or str(e))
-    detail = f" ({e.strerror})" if e.strerror and e.strerror != why and e.errno in (errno.EFBIG, errno.ENOSPC) else ""
-    err = OSError(f"cannot write {path}: {why}{detail}; {kept}: "
-                  "free space (or raise the limit) and run the same command again")
-    err.errno = e.errno
-    return err
-
-
-def _canon_attr(v):
-    if isinstance(v, np.ndarray):
-        return [_canon_attr(x) for x in v.tolist()]
-    if isinstance(v, np.generic):
-        return v.item()
-    if isinstance(v, bytes):
-        return v.decode("utf-8", "replace")
-    if isinstance(v, (list, tuple)):
-        return [_canon_attr(x) for x in v]
-    return v
-
-
-
-#: data.nc's checksums live in ``stabsim.data_integrity``; still importable from here
-_DATA_INTEGRITY_NAMES = ("INTEGRITY_ATTR", "INTEGRITY_METHOD", "OLD_INTEGRITY_METHODS", "DamagedData",
-                         "write_data", "verify_data", "weak_checksum")
-
-
-def __getattr__(name):
-    if name in _DATA_INTEGRITY_NAMES:
-        from . import data_integrity
-
-        return getattr(data_integrity, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---- the chunk format -----------------------------------------------------------------
@@ -351,13 +199,6 @@ def write_chunk_file(ds: xr.Dataset, path, check=None) -> str:
             pass
     atomic_write_netcdf(clean_encoding(ds.copy()), path, check=check, engine=ENGINE)
     return ENGINE
-
-
-def clean_encoding(ds: xr.Dataset) -> xr.Dataset:
-    """Drop on-disk encodings inherited from source files (chunk sizes, fill values...)."""
-    for v in ds.variables.values():
-        v.encoding = {}
-    return ds
 
 
 # ---- one study directory -----------------------------------------------------------------

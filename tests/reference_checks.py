@@ -22,7 +22,7 @@ from stabsim.setups.constants import cell_constants
 from stabsim.setups.p0 import M_AUC_HINGE
 from stabsim.setups.p0 import reference_point as _reference_point
 from stabsim.setups.p4 import constants as _p4_constants
-from stabsim.study import _problem
+from stabsim.registry import twin_problem
 from stabsim.verdicts import check_bound
 
 
@@ -245,7 +245,7 @@ def p0_regret(spec, ds) -> CheckResult:
         eta = constant_eta(params)
         B = float(sub.attrs.get("w_ref_norm", ds.attrs.get("w_ref_norm", math.nan)))
         if not math.isfinite(B):
-            pb = _problem(params["data"])
+            pb = twin_problem(params["data"])
             B = float(np.linalg.norm(_reference_point(pb, params["reference"]["point"], pb.d)))
         t = sub["t"]
         regret = (sub["loss_path"] - sub["loss_ref_path"]) / t  # (replicate, t)
@@ -288,7 +288,7 @@ def p0_hoeffding(spec, ds) -> CheckResult:
     k = "P0.ThmA7.hoeffding"
     for label, params, sub in stack_n(spec, ds, None):
         ns = sub["n"].values.astype(float)
-        pb = _problem(params["data"])
+        pb = twin_problem(params["data"])
         G, M, B = 2 * pb.kappa, M_AUC_HINGE, float(sub["B"].values.ravel()[0])
         diff = sub["FS_w"].transpose(REPLICATE, "n").values - sub["F_w"].values[None, :]
         m = quantile_measure(diff, gamma, ("n", ns), widen=2 * sub["F_w_se"].values, quantity="hoeffding_term",

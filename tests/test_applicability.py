@@ -11,13 +11,15 @@ from pathlib import Path
 
 import pytest
 
-import stabsim.builtin  # noqa: F401  (the built-in kinds and checks)
 from stabsim.algorithms import ALGORITHMS, OUTPUTS
 from stabsim.applicability import OUTSIDE, check_applicable, study_mismatches
 from stabsim.losses import LOSSES
+from stabsim.registry import load_builtin
 from stabsim.study import StudyError, load_study, parse_study
 from stabsim.theory import get, list_bounds
 from stabsim.theory.assumptions import NOTHING, REQUIRES, rule_for
+
+load_builtin()  # the built-in kinds and checks
 
 STUDIES = sorted((Path(__file__).resolve().parents[1] / "studies").glob("*.toml"))
 P3_VARIANTS = ("OnPairStrC", "OnPairC", "OffPairStrC", "OffPairC")
@@ -239,7 +241,8 @@ def test_overlay_needs_every_cell_a_kinds_check_one():
 
 
 def test_rows_of_a_bound_used_outside_its_assumptions_are_qualified():
-    from stabsim.analyses.base import CheckResult, _mark_outside
+    from stabsim.analyses.base import CheckResult
+    from stabsim.report_study import _mark_outside
     from stabsim.verdict_core import Verdict
 
     spec = parse_study(_file(P4_FILE, bounds_extra="outside_assumptions = true"))
@@ -260,7 +263,7 @@ def test_rows_of_a_bound_used_outside_its_assumptions_are_qualified():
 def test_opted_in_overlay_runs_and_its_summary_says_outside(tmp_path):
     """End to end (a tiny run): the opted-in study runs, its row is 'holds (outside the theorem's
     assumptions)' with the mismatches as its explanation, and summary.md shows both."""
-    from stabsim.analyses.base import analyse
+    from stabsim.report_study import analyse
     from stabsim.study import run_study
 
     text = _file(P4_FILE, bounds_extra="outside_assumptions = true").replace("replicates = 8", "replicates = 4\nchunk = 4")

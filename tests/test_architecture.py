@@ -1,7 +1,8 @@
 """The house rules, checked on the source (no import of stabsim needed).
 
 * experiments (study kinds) and analyses (checks) never import each other, at module level or
-  inside a function;
+  inside a function, and neither imports the study runner, nor the runner either of them: the
+  three meet in ``stabsim.registry``, which imports none of them;
 * the package has no import circle at module level (what Python executes on import);
 * no module is over 600 lines and no function over 120 lines, but for ``LONG_FUNCTIONS``;
 * every path ``docs/architecture.md`` names exists.
@@ -76,6 +77,18 @@ def test_experiments_and_analyses_do_not_import_each_other():
             if _in(mod, "stabsim.analyses") and (_in(imp, "stabsim.experiments") or _in(imp, "stabsim.checks")):
                 bad.append(f"{mod} imports {imp}")
     assert not bad, "an experiment and an analysis import each other:\n" + "\n".join(sorted(bad))
+
+
+def test_study_experiments_and_analyses_meet_only_in_the_registry():
+    packages = ("stabsim.study", "stabsim.experiments", "stabsim.analyses")
+    bad = []
+    for mod, path in _modules().items():
+        own = next((p for p in packages + ("stabsim.registry",) if _in(mod, p)), None)
+        if own is None:
+            continue
+        for imp in _imports(mod, path, top_level_only=False):
+            bad += [f"{mod} imports {imp}" for p in packages if p != own and _in(imp, p)]
+    assert not bad, "study, experiments, analyses and the registry import one another:\n" + "\n".join(sorted(bad))
 
 
 def test_the_rule_sees_a_violation(tmp_path):

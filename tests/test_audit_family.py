@@ -109,7 +109,7 @@ def test_runner_p4_alg1_family_fit_and_planted_noise():
 
 
 def test_cli_defaults_to_worst_case_and_reports_family(tmp_path):
-    from stabsim.privacy.audit_runner import build_parser, main
+    from stabsim.privacy.audit_cli import build_parser, main
 
     assert build_parser().parse_args(["p4_alg1", "--eps", "2"]).data == "worst-case"
     out = tmp_path / "r.json"

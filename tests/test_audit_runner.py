@@ -114,7 +114,7 @@ def test_cli_audit_flags_broken_privacy_and_passes_correct_noise(tmp_path):
     """`stabsim audit` front end: exit 3 (violation) with noise 100x too small, 0 with the calibrated noise."""
     import json
 
-    from stabsim.privacy.audit_runner import main
+    from stabsim.privacy.audit_cli import main
 
     common = ["p4_alg1", "--eps", "2", "--loss", "point_logistic", "--T", "200", "--eta", "0.05",
               "--replicates", "1000", "--n", "200", "--seed", "3"]

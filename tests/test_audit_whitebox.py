@@ -166,16 +166,17 @@ def test_cli_worst_case_design_and_exit_status_4_when_the_accountant_is_exceeded
     import json
 
     from stabsim.privacy import audit_runner as ar
+    from stabsim.privacy.audit_cli import main
 
     args = ["p2_alg1", "--data", "worst-case", "--n", "20", "--T", "10", "--eps", "4", "--delta", "1e-5",
             "--replicates", "400", "--json", str(tmp_path / "a.json")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert ar.main(args) == 0
+        assert main(args) == 0
         rec = json.loads((tmp_path / "a.json").read_text())
         assert rec["threat_model"] == "every_iterate" and rec["gdp_exact"] and rec["gdp"]["mu_lower"] > 0
         monkeypatch.setattr(ar, "accountant_epsilon_for", lambda record, noise_scale=1.0: (1e-3, 1e-3, "fake"))
-        assert ar.main(args) == 4
+        assert main(args) == 4
 
 
 def test_every_iterate_scores_do_not_depend_on_the_chunking(monkeypatch):

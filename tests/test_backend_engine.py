@@ -23,8 +23,10 @@ import stabsim.twin as twin
 from stabsim.backend import default_backend
 from stabsim.cli import build_parser
 from stabsim.privacy import audit_runner as ar
+from stabsim.privacy.audit_cli import build_parser as audit_parser
+from stabsim.registry import KINDS, register_kind
 from stabsim.store import StudyDir, open_chunk, write_chunk_file
-from stabsim.study import KINDS, OtherBackend, StudyError, load_study, parse_study, register_kind, run_study
+from stabsim.study import OtherBackend, StudyError, load_study, parse_study, run_study
 from stabsim.study import execution as study_execution
 from stabsim.study.execution import _compute_chunk
 
@@ -248,8 +250,8 @@ def test_an_audit_runs_on_the_chosen_backend(monkeypatch, capsys):
     assert rep.backend == "cuda" and "backend=cuda" in rep.summary()
     assert seen and set(seen) == {(None, "cuda")}
     assert default_backend() == "cpu"
-    assert ar.build_parser().parse_args(["p4_alg1", "--eps", "1"]).backend == "cpu"
-    assert ar.build_parser().parse_args(["p4_alg1", "--eps", "1", "--backend", "auto"]).backend == "auto"
+    assert audit_parser().parse_args(["p4_alg1", "--eps", "1"]).backend == "cpu"
+    assert audit_parser().parse_args(["p4_alg1", "--eps", "1", "--backend", "auto"]).backend == "auto"
     no_gpu(monkeypatch)
     seen.clear()
     code, _, err = run_main(capsys, "audit", "p4_alg1", "--eps", "1", "--n", "20", "--replicates", "8",

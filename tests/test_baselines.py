@@ -213,7 +213,7 @@ def test_splits_partition_rows():
 
 
 def test_tiny_study_end_to_end(tmp_path):
-    from stabsim.analyses import analyse
+    from stabsim.report_study import analyse
     from stabsim.study import parse_study, run_study
 
     text = """

@@ -152,7 +152,7 @@ def test_p1_table1_stand_in_rows(tmp_path):
     """digits stands in for usps: its Table 1 row shows the paper's 0.926 for context, verdict stand-in;
     diabetes is the paper's own data: judged."""
     from stabsim import datasets
-    from stabsim.analyses import analyse
+    from stabsim.report_study import analyse
     from stabsim.study import parse_study, run_study
 
     assert datasets._resolve("digits").stand_in and not datasets._resolve("diabetes").stand_in

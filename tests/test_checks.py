@@ -46,7 +46,7 @@ def test_report_one_row_per_verdict(out):
 
 def test_wrong_bound_is_violated(out, monkeypatch):
     import stabsim.theory as theory
-    from stabsim.analyses import analyse
+    from stabsim.report_study import analyse
 
     sdir = out / "copy" / "p1_thm4_uas"
     shutil.copytree(out / "out" / "p1_thm4_uas", sdir)
@@ -71,7 +71,7 @@ def test_analyse_closes_the_figures_it_opened(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from stabsim.analyses import analyse
+    from stabsim.report_study import analyse
     from stabsim.cli import main
 
     assert main(["run", "p4_thm2_thm5_sigma2", "--quick", "--out", str(tmp_path), "--no-progress",
@@ -93,9 +93,10 @@ def test_figures_drawn_on_demand_are_drawn_saved_and_closed_one_at_a_time(tmp_pa
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    import stabsim.analyses.base as base
-    from stabsim.analyses import analyse
+    import stabsim.report_study as report_study
     from stabsim.analyses.base import CheckResult
+    from stabsim.registry import Check
+    from stabsim.report_study import analyse
     from stabsim.cli import main
 
     sid = "p4_thm2_thm5_sigma2"
@@ -123,7 +124,7 @@ def test_figures_drawn_on_demand_are_drawn_saved_and_closed_one_at_a_time(tmp_pa
         res.figure("broken_too", broken)
         return res
 
-    monkeypatch.setattr(base, "get_check", lambda name: base.Check(name=name, func=check))
+    monkeypatch.setattr(report_study, "get_check", lambda name: Check(name=name, func=check))
     before = len(plt.get_fignums())
     rec = analyse(tmp_path / sid)
     assert open_at_draw == [before] * 3          # each drawn with the one before it closed
@@ -137,7 +138,7 @@ def test_figures_drawn_on_demand_are_drawn_saved_and_closed_one_at_a_time(tmp_pa
 
 
 def test_unknown_check_is_an_error_row(out):
-    from stabsim.analyses import get_check
+    from stabsim.registry import get_check
 
     with pytest.raises(KeyError, match="no analysis check"):
         get_check("p1_nope")
@@ -203,7 +204,8 @@ def test_headline_counts_kinds_apart_and_leaves_stand_ins_out():
 
 def test_stand_in_rows_are_not_judged():
     from stabsim.analyses import CheckResult
-    from stabsim.analyses.base import STAND_IN, _row as base_row
+    from stabsim.analyses.base import STAND_IN
+    from stabsim.report_study import _row as base_row
     from stabsim.verdicts import Verdict
 
     res = CheckResult()

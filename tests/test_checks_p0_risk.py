@@ -17,7 +17,7 @@ import pytest
 from check_helpers import shrink_bounds, verdicts
 
 import stabsim
-from stabsim.analyses import analyse
+from stabsim.report_study import analyse
 from stabsim.rademacher import (
     exact_sup_auc_hinge_2d,
     rademacher,

@@ -181,7 +181,7 @@ def _fake(monkeypatch, factor=None, rate=None):
 
 
 def test_wrong_bounds_are_detected(out, monkeypatch):
-    from stabsim.analyses import analyse
+    from stabsim.report_study import analyse
 
     _fake(monkeypatch, factor=1e-6, rate=-5.0)
     rec = analyse(out / "p2_tiny_gd")

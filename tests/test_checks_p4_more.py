@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabsim.analyses import analyse
+from stabsim.report_study import analyse
 from stabsim.study import parse_study, run_study
 
 
@@ -271,7 +271,7 @@ def test_eps_cells_reuse_the_data_sets_and_give_the_same_numbers(tmp_path, monke
     import xarray as xr
 
     from stabsim.experiments import p4_reproduction as p4r
-    from stabsim.study.params import KINDS
+    from stabsim.registry import KINDS
     from stabsim.synthetic import Problem
 
     text = FIG2.replace("kappa = [0.0]", "kappa = [0.0, 0.1]").replace("replicates = 16\nchunk = 16",

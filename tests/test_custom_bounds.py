@@ -157,7 +157,7 @@ def thm4(tmp_path_factory):
 
 def test_overlay_gives_the_specific_checks_verdict(thm4):
     from reference_checks import p1_uas
-    from stabsim.analyses.base import _row, load_results
+    from stabsim.report_study import _row, load_results
 
     spec, ds, _ = load_results(thm4)
     assert spec.check["measure"] == "uas_mean"  # the study now uses the overlay check
@@ -175,7 +175,7 @@ def test_overlay_gives_the_specific_checks_verdict(thm4):
 # ---- plugins ----------------------------------------------------------------------------------------
 
 def test_plugin_missing_is_a_clear_error(tmp_path):
-    from stabsim.plugins import PluginError, load_plugins
+    from stabsim.registry.plugins import PluginError, load_plugins
 
     with pytest.raises(PluginError, match=r"'no_such_plugin_mod' cannot be imported.*PYTHONPATH"):
         load_plugins(["no_such_plugin_mod"])
@@ -190,9 +190,9 @@ def test_plugin_missing_is_a_clear_error(tmp_path):
 
 
 def test_plugin_registers_a_bound_and_a_check(monkeypatch, thm4):
-    from stabsim.analyses import get_check
-    from stabsim.analyses.base import load_results
-    from stabsim.plugins import load_plugins, plugin_hashes
+    from stabsim.registry import get_check
+    from stabsim.report_study import load_results
+    from stabsim.registry.plugins import load_plugins, plugin_hashes
 
     monkeypatch.syspath_prepend(str(PLUGINS))
     assert load_plugins(["myplugin"]) == ["myplugin"]

@@ -250,7 +250,7 @@ def test_twin_risk_on_a_csv_uses_the_held_out_split(tmp_path):
     """kind twin_risk with [data] file + test_fraction: F_S on the training rows, F on the held-out
     rows (a U-statistic over their pairs), both equal to a direct computation on the arrays that
     stabsim.datafiles.prepare gives; the generalization overlay (P1 Thm 4) runs on it."""
-    from stabsim.analyses.base import analyse
+    from stabsim.report_study import analyse
     from stabsim.risk import empirical_risk
 
     X, y01 = make_xy(n=60)

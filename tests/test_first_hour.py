@@ -79,7 +79,7 @@ def test_every_option_has_a_help_line(command):
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction").choices
     if command == "audit":
-        from stabsim.privacy.audit_runner import build_parser as audit_parser
+        from stabsim.privacy.audit_cli import build_parser as audit_parser
         p = audit_parser()
     else:
         p = sub[command]

@@ -155,7 +155,7 @@ def test_thm4_study_runs_the_instance(tmp_path):
     the instance, the event model's prediction in the measured inputs, chunking-independent."""
     import xarray as xr
 
-    from stabsim.analyses.base import analyse
+    from stabsim.report_study import analyse
     from stabsim.study import run_study
 
     spec = _tiny("p1_thm4_tightness", "lower_bound.n = 100\nlower_bound.T = 600\nlower_bound.checkpoints = 6\n")
@@ -180,7 +180,7 @@ def test_thm4_study_runs_the_instance(tmp_path):
 def test_generalised_tightness_studies(tmp_path, study, key, measure):
     """The p1_tightness kind/check on P0 Alg. 1 (quantile bound) and P4 Alg. 2 (on-average bound):
     one bound row of the right quantity, the searched-vs-hand-picked comparison in the measured inputs."""
-    from stabsim.analyses.base import analyse
+    from stabsim.report_study import analyse
     from stabsim.analyses.p1_worst_neighbour import QUANTITY
     from stabsim.study import run_study
 

@@ -200,9 +200,9 @@ def test_p4_rate_checks_have_a_figure_per_verdict(study):
         res = check_opt(spec, ds)
     else:
         from stabsim.setups.p4 import F_star as _F_star
-        from stabsim.study import _problem
+        from stabsim.registry import twin_problem
 
-        Fs = _F_star(_problem(spec.cell_params(spec.cells()[0])["data"]), spec.seed)[0]
+        Fs = _F_star(twin_problem(spec.cell_params(spec.cells()[0])["data"]), spec.seed)[0]
         ds = _synthetic_p4_risk(spec, {"F_out": lambda v: Fs + v}, rng)
         res = check_rates(spec, ds)
     names = {n for n, _ in res.figures}

@@ -68,7 +68,7 @@ def test_stabsim_run_limits_the_arenas_before_it_runs(monkeypatch, tmp_path):
 
     calls = []
     monkeypatch.setattr(cli, "limit_malloc_arenas", lambda: calls.append("limit"))
-    monkeypatch.setattr("stabsim.builtin.load_all", lambda: calls.append("load"))
+    monkeypatch.setattr("stabsim.registry.load_builtin", lambda: calls.append("load"))
     assert cli.main(["run", "no_such_study_xyz", "--out", str(tmp_path)]) != 0   # (an unknown study)
     assert calls[:2] == ["limit", "load"]
 

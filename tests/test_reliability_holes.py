@@ -132,7 +132,7 @@ def test_a_flipped_chunk_index_of_a_finished_study_is_never_complete(tmp_path):
     ref = run(spec, out, keep_chunks=True)
     reference = load(ref.data_path)
     _flip_index_of(ref.data_path, "loss_path")
-    from stabsim.analyses.base import load_results
+    from stabsim.report_study import load_results
 
     with pytest.raises(DamagedData, match="data.nc is damaged"):
         load_results(ref.out_dir)
@@ -231,7 +231,7 @@ def _files_size(sd: StudyDir) -> int:
 
 @pytest.mark.parametrize("replicates, chunk, T, checkpoints", [(6, 2, 200, 12), (40, 10, 400, 30)])
 def test_disk_estimate_covers_the_measured_files(tmp_path, replicates, chunk, T, checkpoints):
-    from stabsim.resources import study_needs
+    from stabsim.study.needs import study_needs
 
     path = write_study(tmp_path, replicates=replicates, chunk=chunk, T=T)
     path.write_text(path.read_text().replace("checkpoints = 12", f"checkpoints = {checkpoints}"))

@@ -17,9 +17,10 @@ import pytest
 import xarray as xr
 
 import stabsim.codeid as codeid
-from stabsim.study import execution as study_execution  # where _compute_chunk stamps chunks (_stamp_code)
+from stabsim.study import execution as study_execution
 from stabsim._cache import AUTO_MARK, configure_numba_cache
-from stabsim.store import DamagedData, StudyDir, attrs_sha256, open_chunk, verify_data, write_chunk_file
+from stabsim.data_integrity import DamagedData, verify_data
+from stabsim.store import StudyDir, attrs_sha256, open_chunk, write_chunk_file
 from stabsim.study import StaleCode, StudyError, load_study, run_study
 
 from test_study import assert_identical, load, write_study
@@ -254,7 +255,7 @@ def test_a_flipped_byte_in_data_values_is_never_taken_as_complete(tmp_path):
     _flip_value_byte(ref.data_path)
     with pytest.raises(Exception):  # any reader: HDF5 checks Fletcher-32
         xr.load_dataset(ref.data_path, engine="h5netcdf")
-    from stabsim.analyses.base import load_results
+    from stabsim.report_study import load_results
 
     with pytest.raises(DamagedData, match="data.nc is damaged"):
         load_results(ref.out_dir)

@@ -76,7 +76,7 @@ def test_tightness_study_kind_and_check(tmp_path, study, key):
     for the non-smooth (Thm 4) and the smooth (Thm 5) study."""
     from pathlib import Path
 
-    from stabsim.analyses.base import analyse
+    from stabsim.report_study import analyse
     from stabsim.study import parse_study, run_study
 
     text = Path(__file__).parents[1].joinpath("studies", f"{study}.toml").read_text()

@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stabsim.store import CHUNK_RE, StudyDir
-from stabsim.study import (KINDS, Param, StudyError, integer, load_study, parse_study, register_kind,
-                           run_study)
+from stabsim.registry import KINDS, Param, integer, register_kind
+from stabsim.study import StudyError, load_study, parse_study, run_study
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from stabsim import custom_bounds
-from stabsim.study import BOUNDS_PARAMS, CHECK_PARAMS, KINDS, RUN_PARAMS, STUDY_PARAMS, load_kinds
+from stabsim.registry import KINDS, load_kinds
+from stabsim.study.schema import BOUNDS_PARAMS, CHECK_PARAMS, RUN_PARAMS, STUDY_PARAMS
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "study-files.md"
 

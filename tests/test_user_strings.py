@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---- reproduce line ----------------------------------------------------------------------------------
 
 def test_reproduce_command_names_a_users_file_by_its_path(tmp_path):
-    from stabsim.analyses.base import reproduce_command
+    from stabsim.report_study import reproduce_command
     from stabsim.study import parse_study
 
     text = (ROOT / "studies" / "example_twin.toml").read_text()
@@ -83,7 +83,7 @@ def test_accountant_note_says_why():
 
 
 def test_audit_violation_printed_once_without_a_warning(capsys):
-    from stabsim.privacy.audit_runner import main as audit_main
+    from stabsim.privacy.audit_cli import main as audit_main
 
     args = ["p4_alg1", "--eps", "2", "--loss", "point_logistic", "--T", "100", "--eta", "0.05",
             "--replicates", "400", "--n", "100", "--seed", "3"]
@@ -98,7 +98,7 @@ def test_audit_violation_printed_once_without_a_warning(capsys):
 # ---- --help of every subcommand ----------------------------------------------------------------------
 
 def _help_texts():
-    from stabsim.privacy.audit_runner import build_parser as audit_parser
+    from stabsim.privacy.audit_cli import build_parser as audit_parser
 
     p = build_parser()
     sub = next(a for a in p._actions if isinstance(a, argparse._SubParsersAction))
@@ -140,7 +140,7 @@ def test_no_none_or_duplicated_default_in_any_help():
 
 def test_help_check_catches_a_none_default():
     """The other way round: the audit parser with argparse's own formatter shows "(default: None)"."""
-    from stabsim.privacy.audit_runner import build_parser as audit_parser
+    from stabsim.privacy.audit_cli import build_parser as audit_parser
 
     p = audit_parser()
     p.formatter_class = argparse.ArgumentDefaultsHelpFormatter
@@ -208,7 +208,7 @@ def test_numba_pedantic_noise_filtered_and_nothing_else():
 def test_a_study_without_a_check_is_named_in_the_run_line(tmp_path, monkeypatch, capsys):
     import xarray as xr
 
-    import stabsim.analyses.base as base
+    import stabsim.report_study as base
     from stabsim.cli import _print_verdicts
     from stabsim.study import parse_study
 

@@ -1,17 +1,17 @@
-"""Analyses: a finished study's data -> verdicts, figures and ``summary.md``.
+"""Analyses: a finished study's data -> verdicts and figures.
 
-``base`` holds the contract (``CheckResult``, ``register_check``, ``analyse``); ``overlay`` the
-generic check (any measure against any bounds, configured in the study file); the other
-modules, one per paper and topic, the checks that need more than an overlay.  An analysis
-never imports an experiment (``stabsim.experiments``).
+``base`` holds what a check returns (``CheckResult``) and the helpers the checks share;
+``overlay`` the generic check (any measure against any bounds, configured in the study file);
+the other modules, one per paper and topic, the checks that need more than an overlay.  Each
+registers its checks with ``stabsim.registry.register_check``; ``stabsim.report_study.analyse``
+runs a study's check and writes its summary.  An analysis imports neither an experiment
+(``stabsim.experiments``) nor the study runner (``stabsim.study``).
 """
 
-from .base import (ANALYSIS_FILE, CHECKS, FIGURE_DIR, SUMMARY_FILE, Check, CheckResult, analyse,
-                   check_name, get_check, load_results, register_check, reproduce_command)
+from ..registry import register_check
+from ..registry.loading import import_package_modules
+from .base import CheckResult
 
-__all__ = ["CheckResult", "Check", "CHECKS", "register_check", "get_check", "analyse", "check_name",
-           "load_results", "reproduce_command", "ANALYSIS_FILE", "SUMMARY_FILE", "FIGURE_DIR"]
+__all__ = ["CheckResult", "register_check"]
 
-from ..builtin import import_package_modules as _import_all
-
-MODULES = _import_all(__name__)
+MODULES = import_package_modules(__name__)

@@ -30,8 +30,10 @@ import math
 
 import numpy as np
 
-from .base import CheckResult, cell_setting, figure_name, register_check, sweep_slices
-from .overlay_measure import check_constants, statistic_measure, with_variant
+from ..registry import register_check, twin_problem
+from ..registry.formulas import with_variant
+from .base import CheckResult, cell_setting, figure_name, sweep_slices
+from .overlay_measure import check_constants, statistic_measure
 
 #: measures whose value is a distance between two points of W (bounded by the diameter 2R).
 _DISTANCE_QUANTITIES = ("uas_mean", "uas_quantile", "iterate_dist", "iterate_dist_quantile", "sensitivity")
@@ -42,11 +44,10 @@ def _loss_constants(params, spec=None) -> dict:
     kappa = the largest row norm of the cell's training rows); only kappa = sup||x|| of the
     problem for a kind without a loss; {} where unknown."""
     from ..setups.constants import cell_constants, source_constants
-    from ..study import _problem
 
     if "algorithm" not in params or "loss" not in params["algorithm"]:
         if "problem" in params.get("data", {}) and not (spec is not None and getattr(spec, "data_source", None)):
-            return {"kappa": float(_problem(params["data"]).kappa)}
+            return {"kappa": float(twin_problem(params["data"]).kappa)}
         return {}  # no loss and no problem: the constants are not defined
     if spec is not None and getattr(spec, "data_source", None):
         c = source_constants(spec, params)

@@ -18,7 +18,7 @@ Instead of a named measure of ``stabsim.measures``, a study may describe its mea
 
 Formulas go through the restricted evaluator of ``stabsim.custom_bounds`` (never ``eval``):
 numbers, names, ``+ - * / **``, the elementwise functions of ``custom_bounds.FUNCTIONS`` and the
-reductions below.  In ``value`` a name is a data variable or coordinate of the cell (an xarray
+reductions of ``stabsim.registry.formulas`` (where a study's formulas are compiled at parse time).  In ``value`` a name is a data variable or coordinate of the cell (an xarray
 DataArray, so the arithmetic keeps its dims), a numeric attribute of the data set, a cell value
 (``n``, ``eta``, ``T``, ``G``, ``L``, ``kappa``, ``radius``, ``D``, ``margin_range``, ...) or a
 constant; a constant shadows a cell value, which shadows a data variable of the same name.  A
@@ -42,47 +42,12 @@ Statistics (all over the replicate axis, per coordinate x):
 
 from __future__ import annotations
 
-import ast
-
 import numpy as np
 import xarray as xr
 
-from ..custom_bounds import FUNCTIONS, ExprError, _ARITY, compile_expr
+from ..custom_bounds import ExprError
 from ..measures import REPLICATE, mean_ci, quantile_ci
-
-STATISTICS = ("mean", "quantile", "max")
-
-#: reductions over every element of a data variable (a float).
-REDUCTIONS = {
-    "mean_all": lambda a: float(a.mean()) if hasattr(a, "mean") else float(np.mean(a)),
-    "max_all": lambda a: float(a.max()) if hasattr(a, "max") else float(np.max(a)),
-    "min_all": lambda a: float(a.min()) if hasattr(a, "min") else float(np.min(a)),
-}
-#: per coordinate, over the replicates: the ends of the 95 % Student t CI of the mean.
-REPLICATE_REDUCTIONS = {
-    "mean_lower": lambda a: mean_ci(a)["lower"],
-    "mean_upper": lambda a: mean_ci(a)["upper"],
-}
-_FUNCTIONS = {**FUNCTIONS, **REDUCTIONS, **REPLICATE_REDUCTIONS}
-_FUNC_ARITY = {**_ARITY, **{k: (1, 1) for k in (*REDUCTIONS, *REPLICATE_REDUCTIONS)}}
-
-
-def formula_names(text: str) -> tuple:
-    """The names a formula uses (functions excluded); raises ``ExprError`` on a syntax error."""
-    try:
-        tree = ast.parse(str(text).strip(), mode="eval")
-    except SyntaxError as e:
-        raise ExprError(f"formula {text!r} is not a valid expression: {e.msg} (column {e.offset})") from None
-    called = {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    return tuple(dict.fromkeys(n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id not in called))
-
-
-def compile_formula(text: str, where: str):
-    """Compile a ``[check]`` formula (syntax and functions checked; names are resolved later)."""
-    try:
-        return compile_expr(text, formula_names(text), functions=_FUNCTIONS, arity=_FUNC_ARITY)
-    except ExprError as e:
-        raise ExprError(f"[check] {where}: {e}") from None
+from ..registry.formulas import STATISTICS, compile_formula
 
 
 def evaluate(text: str, env: dict, where: str):
@@ -93,17 +58,6 @@ def evaluate(text: str, env: dict, where: str):
         known = sorted(k for k in env if not k.startswith("_"))
         raise ExprError(f"[check] {where} = {text!r}: unknown name {missing[0]!r}; the cell has: {', '.join(known)}")
     return f.on_arrays(env)
-
-
-def with_variant(cfg: dict, variant: dict) -> dict:
-    """``cfg`` with a variant's keys (``[check] variants``); a variant's ``measure`` replaces a
-    ``value`` and the reverse."""
-    out = {**cfg, **variant}
-    if "measure" in variant:
-        out["value"] = None
-    if "value" in variant:
-        out["measure"] = None
-    return out
 
 
 def data_env(sub: xr.Dataset) -> dict:

@@ -16,9 +16,9 @@ import numpy as np
 
 from ..measures import REPLICATE, mean_ci
 
-from ..study import _problem
+from ..registry import register_check, twin_problem
 from ..verdicts import check_bound, check_rate
-from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
+from .base import CheckResult, figure_name, rate_explanation, sweep_slices
 from .p0_measures import overlay, rate_figure
 
 # ---- check p0_rademacher (Lemma 4 / 5) ---------------------------------------------------------
@@ -34,7 +34,7 @@ def check_rademacher(spec, ds) -> CheckResult:
     keys = spec.bounds.get("keys", [])
     D = spec.sections["rademacher"]["radius"]
     for label, params, sub in sweep_slices(spec, ds):
-        pb = _problem(params["data"])
+        pb = twin_problem(params["data"])
         kappa, dim = pb.kappa, pb.d
         G = 2 * kappa  # auc_hinge's parameter-Lipschitz constant
         t = sub["t"].values.astype(float)

@@ -25,7 +25,8 @@ from ..measures import REPLICATE
 from ..setups.p0 import risk_constants
 from ..rates import SHAPE_SATURATED
 from ..verdicts import check_bound, check_rate, rate_exponent
-from .base import CheckResult, figure_name, register_check
+from ..registry import register_check
+from .base import CheckResult, figure_name
 from .p0_measures import max_measure, overlay, quantile_measure, rate_figure, stack_n
 
 _VACUOUS = ("the bound is far above the loss range (c_1 = 100 sqrt(6) e^{3/2} G max(1,G) ln(6e/gamma) and "

@@ -18,7 +18,8 @@ import numpy as np
 
 from ..measures import REPLICATE
 from ..verdicts import Verdict
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, sweep_slices
 
 
 def _reading_verdict(key, used, eps, delta, Delta, Dproof, need, n_replicates):

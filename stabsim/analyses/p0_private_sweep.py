@@ -35,7 +35,8 @@ from ..measures import REPLICATE
 from ..rates import SHAPE_SATURATED, bound_slope
 from ..setups.p0 import risk_constants
 from ..verdicts import check_rate, rate_exponent
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, sweep_slices
 from .p0_excess_risk import rate_log_factors
 from .p0_measures import rate_figure
 

@@ -23,7 +23,8 @@ from ..setups.constants import cell_constants
 
 
 from ..verdicts import check_bound
-from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, cell_setting, constant_eta, figure_name, sweep_slices
 
 
 def _G(params) -> tuple[float, float]:

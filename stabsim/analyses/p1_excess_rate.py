@@ -19,7 +19,8 @@ import numpy as np
 from ..measures import REPLICATE
 from ..setups.constants import cell_constants
 from ..verdicts import Verdict, check_rate, rate_exponent
-from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, rate_explanation, sweep_slices
 from .p1_common import label_suffix, measure_over, rate_figure, rate_setting
 
 

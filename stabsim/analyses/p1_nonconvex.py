@@ -14,7 +14,8 @@ import numpy as np
 from ..measures import REPLICATE
 from ..setups.constants import cell_constants
 from ..verdicts import check_bound
-from .base import CheckResult, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, sweep_slices
 from .p1_common import label_suffix, loss_sup, measure_over, overlay_figure
 
 

@@ -22,7 +22,8 @@ from ..setups.constants import cell_constants
 from ..rates import bound_slope, rate_power, shape_band
 from ..verdict_core import LITERAL_READING
 from ..verdicts import SlopeFit, Verdict, check_rate, rate_class, rate_exponent
-from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, rate_explanation, sweep_slices
 from .p1_common import measure_over, rate_figure, rate_setting
 
 

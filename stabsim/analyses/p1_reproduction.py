@@ -23,7 +23,8 @@ import numpy as np
 
 from ..setups.p1 import METHOD_LABELS, METHOD_NAMES, PAPER_NAME
 from ..verdicts import Verdict
-from .base import CheckResult, register_check
+from ..registry import register_check
+from .base import CheckResult
 
 
 #: P1 Table 1 (mean, std), verbatim from the paper (seed 001, Sec. 6).

@@ -16,7 +16,8 @@ import xarray as xr
 from ..measures import mean_ci, uas_mean
 from ..setups.constants import cell_constants
 from ..verdicts import check_bound
-from .base import CheckResult, constant_eta, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, constant_eta, sweep_slices
 from .p1_common import loss_sup, overlay_figure
 
 

@@ -40,7 +40,8 @@ from ..measures import mean_ci, uas_mean, uas_quantile
 from ..setups.constants import cell_constants
 from ..setups.p1 import NEIGHBOURS, ON_AVERAGE
 from ..verdicts import bound_slope, check_bound, check_rate, fit_slope
-from .base import CheckResult, cell_setting, constant_eta, figure_name, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, cell_setting, constant_eta, figure_name, sweep_slices
 from .tightness_figure import sweep_figure, tightness_figure
 
 

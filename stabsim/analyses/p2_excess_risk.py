@@ -16,9 +16,9 @@ import numpy as np
 
 from ..measures import REPLICATE, mean_ci
 from ..setups.p2 import NEIGHBOUR_NOTE, loss_constants
-from ..study import _problem
+from ..registry import register_check, twin_problem
 from ..verdicts import check_bound, check_rate
-from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
+from .base import CheckResult, figure_name, rate_explanation, sweep_slices
 from .p2_measures import overlay, quantile_measure, setting
 
 _EXP_RATES = ("P2.Remark2.excess", "P2.Lemma2.excess.exp", "P2.Lemma3.excess.exp")
@@ -38,7 +38,7 @@ class _Slice:
     def __init__(self, spec, label, params, sub, xi):
         self.label, self.params, self.sub, self.xi = label, params, sub, xi
         self.ns = sub["n"].values.astype(float)
-        _, self.G, self.L, self.p = loss_constants(params["algorithm"]["loss"], _problem(params["data"]))
+        _, self.G, self.L, self.p = loss_constants(params["algorithm"]["loss"], twin_problem(params["data"]))
         self.eps = params["p2"]["eps"]
         self.T = sub["T_eff"].values.astype(float)
         self.sigma = sub["sigma_eff"].values.astype(float)
@@ -90,7 +90,7 @@ def trivial_excess(s, quantile: float | None = None):
     from ..losses import get_loss
 
     lf = get_loss(s.params["algorithm"]["loss"])
-    kappa = _problem(s.params["data"]).kappa
+    kappa = twin_problem(s.params["data"]).kappa
     c1, c2 = lf._margin_range(kappa, 1.0), lf._margin_range(kappa, 2.0)
     if not (np.isfinite(c1) and c1 > 0 and abs(c2 - 2 * c1) <= 1e-9 * c2):
         return None      # the margin is not linear in ||theta||: no simple cap

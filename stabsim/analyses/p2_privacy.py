@@ -15,7 +15,8 @@ import xarray as xr
 
 from ..measures import REPLICATE
 from ..verdicts import check_bound
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, sweep_slices
 from .p2_measures import overlay
 
 

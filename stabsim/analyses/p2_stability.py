@@ -13,7 +13,8 @@ import numpy as np
 from ..measures import REPLICATE, mean_ci
 from ..setups.p2 import NEIGHBOUR_NOTE
 from ..verdicts import check_rate
-from .base import CheckResult, figure_name, rate_explanation, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, rate_explanation, sweep_slices
 from .p2_measures import overlay
 
 

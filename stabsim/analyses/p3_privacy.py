@@ -17,7 +17,8 @@ import numpy as np
 
 from ..setups.p3 import ONLINE, cell_value as _c
 from ..verdicts import Verdict
-from .base import CheckResult, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, sweep_slices
 
 
 def _eps_of_rho(rho, delta):

@@ -16,7 +16,8 @@ import numpy as np
 
 from ..setups.p3 import ONLINE, cell_value as _c
 from ..verdicts import Verdict, check_rate, rate_exponent
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, sweep_slices
 
 #: variant -> [(key, measured variable, per-step average?)]
 #: the rows P3-F1 argues to grow linearly in n with the printed alpha = O(1/sqrt n) (an asymptotic

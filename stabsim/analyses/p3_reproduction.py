@@ -49,7 +49,8 @@ import numpy as np
 from ..measures import bootstrap_counts
 from ..verdict_core import SETUP_NOT_THE_PAPERS
 from ..verdicts import Verdict
-from .base import CheckResult, register_check
+from ..registry import register_check
+from .base import CheckResult
 
 LOWER_IS_BETTER = {"objective": True, "auc": False, "knn": False}
 YLABEL = {"objective": "objective value L(w; D)", "auc": "test AUC", "knn": "test 3-NN accuracy"}

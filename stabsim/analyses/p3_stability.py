@@ -13,7 +13,8 @@ import xarray as xr
 
 from ..setups.p3 import CONVEX, cell_value as _c
 from ..verdicts import check_bound
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, sweep_slices
 
 
 def lemma4_trivial_bound(cons) -> tuple[float | None, str]:

@@ -17,9 +17,9 @@ import xarray as xr
 
 from ..measures import REPLICATE, mean_ci
 from ..setups.p4 import loss_of as _loss, radius_of as _radius, reference as _reference
-from ..study import _problem
+from ..registry import register_check, twin_problem
 from ..verdicts import check_bound
-from .base import CheckResult, register_check, sweep_slices
+from .base import CheckResult, sweep_slices
 
 
 def _M(lossf, kappa) -> float:
@@ -180,7 +180,7 @@ def _cell_constants(params, sub):
     """The constants of one p4_gen cell that the bounds take: the run's T, eta, sigma, the loss's L, alpha,
     M and sup, the reference point's F(w_ref) and ||w_ref||^2, and how F(w_priv) was computed."""
     a = params["algorithm"]
-    pb = _problem(params["data"])
+    pb = twin_problem(params["data"])
     lossf = _loss(a)
     R = _radius(a)
     _, _, how, exact = _reference(pb, lossf)

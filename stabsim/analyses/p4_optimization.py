@@ -14,7 +14,8 @@ from ..measures import REPLICATE, mean_ci
 from ..setups.p4 import F_star as _F_star, constants as _constants, radius_of as _radius
 from ..verdicts import check_bound
 from .p4_generalization import trivial_bound as _trivial_bound
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, figure_name, sweep_slices
 
 
 @register_check("p4_opt", description="P4 Thm 16(a): E[F_S(w_priv)] - F_S(w*) vs the bound / (T eta)")

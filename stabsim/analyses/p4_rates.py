@@ -24,10 +24,10 @@ import numpy as np
 from ..measures import REPLICATE
 from ..setups.p4 import F_star as _F_star, constants as _constants, loss_of as _loss, radius_of as _radius, \
     reference as _reference
-from ..study import _problem
+from ..registry import register_check, twin_problem
 from ..rates import SHAPE_FLOOR, SHAPE_SATURATED
 from ..verdicts import check_rate
-from .base import CheckResult, figure_name, register_check, sweep_slices
+from .base import CheckResult, figure_name, sweep_slices
 
 
 def _rate_figure(res, key, n, exc, verdict, params, label="", kappa=None, floor=None) -> str:
@@ -314,7 +314,7 @@ def check_more_rates(spec, ds) -> CheckResult:
         th = params["p4"]["theorem"]
         if not th:
             raise ValueError("p4_more_rates needs [p4] theorem")
-        _, Fr, ref_how, ref_exact = _reference(_problem(params["data"]), _loss(params["algorithm"]))
+        _, Fr, ref_how, ref_exact = _reference(twin_problem(params["data"]), _loss(params["algorithm"]))
         part = "b" if (ref_exact and Fr == 0.0) else "a"   # the same rule as the kind's schedule
         key = f"P4.Thm{th}{part}.excess"
         if key not in want:
@@ -332,10 +332,10 @@ def check_more_rates(spec, ds) -> CheckResult:
         notes = [f"F(w*) = {Fref:.4g} ({ref_how}); T = {Ts}; eta = {etas}; "
                  f"sigma = {np.round(sig, 4).tolist()} ({'eps = ' + str(eps) if eps > 0 else 'non-private'})"]
         v = check_rate(n, exc, expo, "upper", key=key, quantity="excess_risk", notes=notes,
-                       bound_values=_expression(key, n, _problem(params["data"]).d, eps, params["p4"].get("delta")),
+                       bound_values=_expression(key, n, twin_problem(params["data"]).d, eps, params["p4"].get("delta")),
                        explicit_bound=_noise_term(key, _per_n(sub["eta_eff"], n), _per_n(sub["sigma_eff"], n),
-                                                  _problem(params["data"]).d))
-        pb_ = _problem(params["data"])
+                                                  twin_problem(params["data"]).d))
+        pb_ = twin_problem(params["data"])
         G_ = lossf.G(pb_.kappa, _radius(params["algorithm"]))
         mean_exc = np.nanmean(exc, axis=0)
         sat, sat_text = no_learning_row(v, n, mean_exc, excess_of_zero(pb_, lossf.name, Fref, spec.seed)

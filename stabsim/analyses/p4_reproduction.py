@@ -19,7 +19,8 @@ import numpy as np
 from ..measures import REPLICATE, mean_ci
 from ..verdict_core import SETUP_NOT_THE_PAPERS
 from ..verdicts import Verdict
-from .base import CheckResult, register_check
+from ..registry import register_check
+from .base import CheckResult
 
 
 def _exp_verdict(key, ok, against, notes, R):

@@ -18,7 +18,8 @@ import xarray as xr
 from ..measures import REPLICATE
 
 from ..verdicts import check_bound
-from .base import CheckResult, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, sweep_slices
 
 
 # ---- Lemma 18: one-step expansion of the gradient map (Hoelder losses) -----------------------------

@@ -33,7 +33,9 @@ import numpy as np
 
 from ..setups.audit import audit_inputs
 from ..verdicts import Verdict
-from .base import CheckResult, register_check, sweep_slices
+from ..registry import register_check
+from .base import CheckResult, sweep_slices
+from .privacy_audit_known import draw_known, known_measured, known_report, known_row, score_histograms
 
 
 def _report(spec, params, sub):
@@ -150,8 +152,6 @@ def check_audit(spec, ds) -> CheckResult:
     rows = []
     for (label, params, sub), ax in zip(slices, axes):
         if params["audit"]["threat_model"] == "known_randomness":
-            from .privacy_audit_known import draw_known, known_measured, known_report, known_row
-
             rep, sc = known_report(spec, params, sub)
             v, expl = known_row(rep, label, sc.record)
             rows.append((v, expl, label or f"noise x{params['audit']['noise_scale']:g}"))
@@ -182,17 +182,6 @@ def check_audit(spec, ds) -> CheckResult:
                      "worst-case sensitivity against the paper's Delta, SANITY whether the scaled-down noise is seen.  "
                      "Power is judged per threat model.  Designs and threat models: docs/privacy.md, 'Audits'.")
     return res
-
-
-def score_histograms(ax, s0, s1, title: str, xlabel: str) -> None:
-    """The audit statistic's histograms on S and on S' (central 99.8 %, 40 common bins) on ``ax``."""
-    lo, hi = np.quantile(np.concatenate([s0, s1]), [0.001, 0.999])
-    bins = np.linspace(lo, hi, 40)
-    ax.hist(s0, bins=bins, alpha=0.5, density=True, label="on S")
-    ax.hist(s1, bins=bins, alpha=0.5, density=True, label="on S'")
-    ax.set_title(title, fontsize=8)
-    ax.set_xlabel(xlabel, fontsize=8)
-    ax.legend(fontsize=6)
 
 
 def _draw(ax, rep, label):

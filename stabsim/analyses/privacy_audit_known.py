@@ -111,9 +111,18 @@ def known_measured(rep) -> dict:
             "detected": rep.detected, "violated": rep.violated}
 
 
-def draw_known(ax, rep, sc, label):
-    from .privacy_audit import score_histograms
+def score_histograms(ax, s0, s1, title: str, xlabel: str) -> None:
+    """The audit statistic's histograms on S and on S' (central 99.8 %, 40 common bins) on ``ax``."""
+    lo, hi = np.quantile(np.concatenate([s0, s1]), [0.001, 0.999])
+    bins = np.linspace(lo, hi, 40)
+    ax.hist(s0, bins=bins, alpha=0.5, density=True, label="on S")
+    ax.hist(s1, bins=bins, alpha=0.5, density=True, label="on S'")
+    ax.set_title(title, fontsize=8)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.legend(fontsize=6)
 
+
+def draw_known(ax, rep, sc, label):
     score_histograms(ax[0], np.asarray(sc.z0), np.asarray(sc.z1),
                      f"{rep.algorithm} [known_randomness] noise x{rep.noise_scale:g}",
                      "projection statistic (units of the calibrated sigma)")

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p0 import per_replicate_data
-from ..study import Param, StudyError, StudySpec, _problem, integer, number, register_kind, twin_params
+from ..registry import Param, StudyError, StudySpec, integer, number, register_kind, twin_params, twin_problem
 
 # ---- kind p0_rademacher (Lemma 4 / 5) ----------------------------------------------------------
 
@@ -54,7 +54,7 @@ def p0_rademacher_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> x
 
     p = spec.cell_params(cell)
     d, rs = p["data"], p["rademacher"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     reps = np.asarray(replicates, dtype=np.int64)
     X, y = per_replicate_data(spec, d, pb, reps)
     ts = np.asarray(rs["t"] if isinstance(rs["t"], list) else [rs["t"]], dtype=np.int64)
@@ -86,7 +86,7 @@ def p0_hoeffding_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr
 
     p = spec.cell_params(cell)
     d = p["data"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     reps = np.asarray(replicates, dtype=np.int64)
     X, y = per_replicate_data(spec, d, pb, reps)
     w = np.eye(pb.d)[0] / (2 * pb.params["gamma"])

@@ -27,8 +27,8 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p0 import per_replicate_data, risk_constants
-from ..study import (Param, StudyError, StudySpec, _problem, _validate_twin, boolean, choice, integer, number,
-                     open_unit, register_kind, twin_params)
+from ..registry import (Param, StudyError, StudySpec, boolean, choice, integer, number, open_unit, register_kind,
+                        twin_params, twin_problem, validate_twin)
 
 P0_SECTION = {
     "schedule": Param("T and eta: 'bounded' (T = n^2, eta = c n^-1.5), 'unbounded' (T = ceil(n^(4/3)), "
@@ -66,7 +66,7 @@ def _schedule(p) -> tuple[int, float]:
 
 
 def _validate_p0_risk(spec):
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         p = spec.cell_params(cell)
         a, d = p["algorithm"], p["data"]
@@ -84,7 +84,7 @@ def _validate_p0_risk(spec):
         except ValueError as e:
             raise StudyError(f"p0_risk: {e}") from None
         from ..constraints import get_constraint
-        pb = _problem(d)
+        pb = twin_problem(d)
         R = get_constraint(a["constraint"]).radius
         if math.isfinite(R) and np.linalg.norm(pb.w_star_hinge) > R + 1e-12:
             raise StudyError(f"p0_risk: ||w*|| = {np.linalg.norm(pb.w_star_hinge):.4g} lies outside the ball of "

@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p0 import risk_constants
-from ..study import Param, StudyError, StudySpec, _validate_twin, number, open_unit, register_kind, twin_params
+from ..registry import Param, StudyError, StudySpec, number, open_unit, register_kind, twin_params, validate_twin
 
 CALIB_SECTION = {
     "eps": Param("privacy budget", 1.0, number(gt=0)),
@@ -23,7 +23,7 @@ CALIB_SECTION = {
 
 
 def _validate_calib(spec):
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         p = spec.cell_params(cell)
         if p["algorithm"]["loss"] != "auc_hinge" or p["data"]["per_replicate"]:

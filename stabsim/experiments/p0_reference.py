@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p0 import reference_point
-from ..study import Param, StudySpec, _problem, _twin_kwargs, _validate_twin, choice, register_kind, twin_params
+from ..registry import Param, StudySpec, choice, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
 
 REFERENCE = {
     "point": Param("reference point w_ref of the regret path: 'w_star_hinge' (auc_separable) or 'zeros'",
@@ -23,8 +23,8 @@ REFERENCE = {
 
 
 def _validate_twin_ref(spec):
-    _validate_twin(spec)
-    from ..study import StudyError
+    validate_twin(spec)
+    from ..registry import StudyError
 
     for cell in spec.cells():
         p = spec.cell_params(cell)
@@ -40,7 +40,7 @@ def twin_ref_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dat
 
     p = spec.cell_params(cell)
     d = p["data"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     if d["per_replicate"]:
         X, y = pb.sample_replicates(d["n"], data_seed, replicates)
@@ -48,7 +48,7 @@ def twin_ref_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dat
         X, y = pb.sample(d["n"], data_seed, 0)
     wref = reference_point(pb, p["reference"]["point"], X.shape[-1])
     ds = run_twin(X, y, replicates=np.asarray(replicates, dtype=np.int64), problem=pb, w_ref=wref,
-                  **_twin_kwargs(spec, p))
+                  **twin_kwargs(spec, p))
     ds.attrs.update(problem=pb.name, data_seed=data_seed, w_ref=p["reference"]["point"],
                     w_ref_norm=float(np.linalg.norm(wref)),
                     data_sets="per-replicate" if d["per_replicate"] else "shared")

@@ -29,8 +29,8 @@ import xarray as xr
 
 from ..setups.constants import cell_constants
 from ..setups.p1 import pl_constant, population_minimiser, population_risk_per_replicate, replicate_data_sets
-from ..study import REQUIRED, Param, StudyError, _problem, _twin_kwargs, _validate_twin, choice, integer, number, \
-    register_kind, twin_params
+from ..registry import (REQUIRED, Param, StudyError, choice, integer, number, register_kind, twin_kwargs, twin_params,
+                        twin_problem, validate_twin)
 
 
 SCHEDULE = {
@@ -73,7 +73,7 @@ def _validate_excess(spec):
     """Thm 3 needs mu; Alg. 1 only; F(w*) must be known exactly for the cell's loss and problem."""
     from ..constraints import get_constraint
 
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         p = spec.cell_params(cell)
         a, s = p["algorithm"], p["schedule"]
@@ -82,7 +82,7 @@ def _validate_excess(spec):
         if a["name"] != "p1_alg1":
             raise StudyError(f"p1_excess: [algorithm] name must be 'p1_alg1' (P1 Thm 1-3), got {a['name']!r}")
         try:
-            population_minimiser(_problem(p["data"]), a["loss"], get_constraint(a["constraint"]).radius)
+            population_minimiser(twin_problem(p["data"]), a["loss"], get_constraint(a["constraint"]).radius)
         except ValueError as e:
             raise StudyError(f"p1_excess: {e}") from None
 
@@ -98,13 +98,13 @@ def excess_cell(spec, cell, replicates) -> xr.Dataset:
 
     p = spec.cell_params(cell)
     d, a, rk = p["data"], p["algorithm"], p["risk"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     n = d["n"]
     T, eta, output, eta_val = excess_schedule(p)
     reps = np.asarray(replicates, dtype=np.int64)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     X, y = replicate_data_sets(pb, n, data_seed, reps)
-    kw = _twin_kwargs(spec, p)
+    kw = twin_kwargs(spec, p)
     kw.update(T=T, eta=eta, output=output, checkpoints=np.array([T]), record_outputs=True, neighbour="same")
     ds = run_twin(X, y, replicates=reps, problem=pb, **kw)
     W = np.ascontiguousarray(ds["output"].sel(run="S").values[:, -1, :])

@@ -15,17 +15,17 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, number, register_kind, twin_params
+from ..registry import Param, StudyError, number, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
 
 
 def _horizons(v):
     """``[horizon] T``: at least 2 distinct integers >= 2, sorted."""
-    from ..study import _Bad
+    from ..registry import BadValue
 
     if isinstance(v, list) and len(v) >= 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 2
                                                    for x in v) and len(set(v)) == len(v):
         return sorted(v)
-    raise _Bad("must be a list of at least 2 distinct integers >= 2 (the horizons T)")
+    raise BadValue("must be a list of at least 2 distinct integers >= 2 (the horizons T)")
 
 
 HORIZON = {
@@ -37,7 +37,7 @@ HORIZON = {
 
 def _validate_horizon(spec):
     """``twin``'s validation plus w_0 = 0 (the stored ||w_0 - w_S||^2 assumes it)."""
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         a = spec.cell_params(cell)["algorithm"]
         if a["w0"] != "zeros":
@@ -56,13 +56,13 @@ def horizon_cell(spec, cell, replicates) -> xr.Dataset:
 
     p = spec.cell_params(cell)
     d, a, h = p["data"], p["algorithm"], p["horizon"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     reps = np.asarray(replicates, dtype=np.int64)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     X, y = pb.sample(d["n"], data_seed, 0)
     FS = np.empty((len(reps), len(h["T"])))
     for j, T in enumerate(h["T"]):
-        kw = _twin_kwargs(spec, p)
+        kw = twin_kwargs(spec, p)
         kw.update(T=int(T), eta=h["c"] / math.sqrt(T), checkpoints=np.array([T]), record_outputs=True,
                   neighbour="same")
         ds = run_twin(X, y, replicates=reps, problem=pb, **kw)

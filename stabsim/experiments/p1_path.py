@@ -24,8 +24,8 @@ from ..kernels.native_call import address_for, caller_beside, make_native_caller
 from ..kernels.nrt_free import NRT_FREE
 from ..losses import AUC, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad
 from ..setups.p1 import pl_constant, replicate_data_sets
-from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, boolean, integer, register_kind, \
-    twin_params
+from ..registry import (Param, StudyError, boolean, integer, register_kind, twin_kwargs, twin_params, twin_problem,
+                        validate_twin)
 
 
 # ---- the path statistics kernel ---------------------------------------------------------------
@@ -192,7 +192,7 @@ PATH = {"grid": Param("number of log-spaced t at which grad_avg and FS_last are 
 
 def _validate_path(spec):
     """Alg. 1 with its last iterate as output (the iterates are read from the outputs) and w_0 = 0."""
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         a = spec.cell_params(cell)["algorithm"]
         if a["name"] != "p1_alg1" or a["output"] != "last" or a["w0"] != "zeros":
@@ -210,7 +210,7 @@ def path_cell(spec, cell, replicates) -> xr.Dataset:
 
     p = spec.cell_params(cell)
     d, a = p["data"], p["algorithm"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     reps = np.asarray(replicates, dtype=np.int64)
     R = len(reps)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
@@ -221,7 +221,7 @@ def path_cell(spec, cell, replicates) -> xr.Dataset:
         X, y = pb.sample(d["n"], data_seed, 0)
         X3, y3, didx = X[None], y[None], np.zeros(R, dtype=np.int64)
     T = a["T"]
-    kw = _twin_kwargs(spec, p)
+    kw = twin_kwargs(spec, p)
     kw.update(checkpoints=np.arange(1, T + 1), record_outputs=True, neighbour="same")
     ds = run_twin(X3 if d["per_replicate"] else X3[0], y3 if d["per_replicate"] else y3[0], replicates=reps,
                   problem=pb, **kw)

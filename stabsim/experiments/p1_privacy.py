@@ -16,7 +16,7 @@ import xarray as xr
 
 from ..setups.constants import cell_constants
 from ..setups.p1 import population_minimiser, population_risk_per_replicate
-from ..study import Param, StudyError, _problem, _validate_twin, choice, number, register_kind, twin_params
+from ..registry import Param, StudyError, choice, number, register_kind, twin_params, twin_problem, validate_twin
 
 
 PRIVACY = {
@@ -31,7 +31,7 @@ def _validate_dp(spec):
     """Thm 10 needs a bounded W (its step size uses the diameter D) and an exactly known F(w*)."""
     from ..constraints import get_constraint
 
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         p = spec.cell_params(cell)
         a = p["algorithm"]
@@ -39,7 +39,7 @@ def _validate_dp(spec):
         if not cons.bounded:
             raise StudyError("p1_dp: Thm 10's step size needs a bounded W: [algorithm] constraint = 'l2:R'")
         try:
-            population_minimiser(_problem(p["data"]), a["loss"], cons.radius)
+            population_minimiser(twin_problem(p["data"]), a["loss"], cons.radius)
         except ValueError as e:
             raise StudyError(f"p1_dp: {e}") from None
 
@@ -54,7 +54,7 @@ def dp_cell(spec, cell, replicates) -> xr.Dataset:
 
     p = spec.cell_params(cell)
     d, a, pr = p["data"], p["algorithm"], p["privacy"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     cons = get_constraint(a["constraint"])
     _, Fstar = population_minimiser(pb, a["loss"], cons.radius)
     data_seed = spec.seed if d["seed"] is None else d["seed"]

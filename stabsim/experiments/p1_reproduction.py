@@ -39,7 +39,7 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p1 import DATASETS, METHOD_NAMES
-from ..study import Param, StudyError, StudySpec, _Bad, choice, integer, number, register_kind
+from ..registry import BadValue, Param, StudyError, StudySpec, choice, integer, number, register_kind
 from ..thread_pools import map_in_threads
 
 
@@ -51,13 +51,13 @@ def _passes(v):
         out = {}
         for k, x in v.items():
             if k != "default" and k not in DATASETS:
-                raise _Bad(f"table keys must be data set names ({', '.join(DATASETS)}) or 'default', got {k!r}")
+                raise BadValue(f"table keys must be data set names ({', '.join(DATASETS)}) or 'default', got {k!r}")
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not (x > 0 and math.isfinite(x)):
-                raise _Bad(f"table values must be numbers > 0, got {k} = {x!r}")
+                raise BadValue(f"table values must be numbers > 0, got {k} = {x!r}")
             out[k] = float(x)
         return out
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v > 0 and math.isfinite(v)):
-        raise _Bad("must be a number > 0 (passes over the training set) or a table {dataset = passes, default = ...}")
+        raise BadValue("must be a number > 0 (passes over the training set) or a table {dataset = passes, default = ...}")
     return float(v)
 
 
@@ -65,9 +65,9 @@ def _grid(v):
     """``[algorithm] eta_grid``: distinct numbers > 0 (the constants c of eta = c / sqrt(T)), sorted."""
     if (not isinstance(v, list) or not v or any(isinstance(x, bool) or not isinstance(x, (int, float))
                                                  or not (x > 0 and math.isfinite(x)) for x in v)):
-        raise _Bad("must be a non-empty list of numbers > 0 (step-size constants c, eta = c / sqrt(T))")
+        raise BadValue("must be a non-empty list of numbers > 0 (step-size constants c, eta = c / sqrt(T))")
     if len(set(v)) != len(v):
-        raise _Bad("must not repeat a value")
+        raise BadValue("must not repeat a value")
     return [float(x) for x in sorted(v)]
 
 

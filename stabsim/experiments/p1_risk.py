@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..study import DATA_SOURCE, Param, StudyError, StudySpec, _problem, _source_arrays, _twin_kwargs, \
-    _validate_twin, boolean, integer, number, register_kind, twin_params
+from ..registry import (DATA_SOURCE, Param, StudyError, StudySpec, boolean, integer, number, register_kind,
+                        source_arrays, twin_kwargs, twin_params, twin_problem, validate_twin)
 
 
 RISK = {
@@ -47,7 +47,7 @@ def _data(spec, d, pb, replicates):
 def _validate_twin_risk(spec):
     """``twin``'s validation plus w_0 = 0 (the stored ||w_0 - w_S||^2 assumes it); on real data,
     F needs a held-out part (``[data] test_fraction``)."""
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         p = spec.cell_params(cell)
         if p["algorithm"]["w0"] != "zeros":
@@ -62,9 +62,9 @@ def _cell_data(spec, d, replicates):
     or the training rows of a real data set with its stratified held-out part."""
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     if spec.data_source:
-        X, y, X_test, y_test = _source_arrays(spec, d, data_seed)
+        X, y, X_test, y_test = source_arrays(spec, d, data_seed)
         return X, y, data_seed, None, (X_test, y_test)
-    pb = _problem(d)
+    pb = twin_problem(d)
     X, y, data_seed = _data(spec, d, pb, replicates)
     return X, y, data_seed, pb, None
 
@@ -79,7 +79,7 @@ def twin_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
     p = spec.cell_params(cell)
     d, a, rk = p["data"], p["algorithm"], p["risk"]
     X, y, data_seed, pb, held_out = _cell_data(spec, d, replicates)
-    kw = _twin_kwargs(spec, p)
+    kw = twin_kwargs(spec, p)
     kw["record_outputs"] = True
     reps = np.asarray(replicates, dtype=np.int64)
     ds = run_twin(X, y, replicates=reps, problem=pb, **kw)

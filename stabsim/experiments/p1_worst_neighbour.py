@@ -35,19 +35,19 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p1 import NEIGHBOURS
-from ..study import Param, StudyError, _problem, _twin_kwargs, _validate_twin, choice, integer, number, open_unit, \
-    register_kind, twin_params
+from ..registry import (Param, StudyError, choice, integer, number, open_unit, register_kind, twin_kwargs,
+                        twin_params, twin_problem, validate_twin)
 
 
 def _check_k(v):
     """``[search] k``: 'all' or a non-empty list of indices >= 0 (sorted, without repeats)."""
-    from ..study import _Bad
+    from ..registry import BadValue
 
     if v == "all":
         return v
     if isinstance(v, list) and v and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in v):
         return sorted(set(v))
-    raise _Bad("must be 'all' or a non-empty list of indices >= 0")
+    raise BadValue("must be 'all' or a non-empty list of indices >= 0")
 
 
 SEARCH = {
@@ -81,7 +81,7 @@ LOWER_BOUND = {
 
 def _validate(spec):
     """One shared S; searched indices inside the data set; fresh ids disjoint from the search ids."""
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         p = spec.cell_params(cell)
         s, d = p["search"], p["data"]
@@ -137,10 +137,10 @@ def search_cell(spec, p):
     from ..search import worst_neighbour
 
     d, s = p["data"], p["search"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     X, y = pb.sample(d["n"], data_seed, 0)
-    kw = _twin_kwargs(spec, p)
+    kw = twin_kwargs(spec, p)
     for drop in ("neighbour", "checkpoints", "record_outputs", "seed"):
         kw.pop(drop, None)
     key = (spec.data_fingerprint, default_backend(), repr(sorted((sec, sorted(v.items(), key=str)) for sec, v in p.items()
@@ -164,7 +164,7 @@ def tightness_cell(spec, cell, replicates) -> xr.Dataset:
     X, y, pb, kw, res = search_cell(spec, p)
     reps = np.asarray(replicates, dtype=np.int64)
     fresh = reps + p["search"]["fresh_start"]
-    ck = _twin_kwargs(spec, p)["checkpoints"]
+    ck = twin_kwargs(spec, p)["checkpoints"]
     runs, path = {"dist_output": [], "dist_iterate": []}, None
     for name in NEIGHBOURS:
         nb = res.neighbour if name == "searched" else name

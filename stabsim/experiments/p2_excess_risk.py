@@ -37,7 +37,7 @@ import xarray as xr
 
 from ..measures import REPLICATE
 from ..setups.p2 import DATA_SECTION, P2_LOSSES, gd_setting
-from ..study import Param, StudyError, StudySpec, boolean, choice, integer, number, register_kind
+from ..registry import Param, StudyError, StudySpec, boolean, choice, integer, number, register_kind
 
 
 def _pair_values(lf, w, Xa, ya, Xb, yb):

@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from ..measures import REPLICATE
-from ..study import Param, StudySpec, integer, number, register_kind
+from ..registry import Param, StudySpec, integer, number, register_kind
 
 _PRIV = {
     "T": Param("number of GD steps", 10, integer(1)),

@@ -16,7 +16,7 @@ import xarray as xr
 
 from ..measures import REPLICATE
 from ..setups.p2 import DATA_SECTION, LINEAR_LOSSES
-from ..study import Param, StudySpec, _problem, choice, integer, number, register_kind
+from ..registry import Param, StudySpec, choice, integer, number, register_kind, twin_problem
 
 _EL = {
     "loss": Param("a smooth linear pairwise loss", "ranking_logistic", choice(LINEAR_LOSSES)),
@@ -36,7 +36,7 @@ def p2_elastic_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.D
 
     p = spec.cell_params(cell)
     d, e = p["data"], p["elastic"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     n = d["n"]
     K = min(int(e["removals"]), n)
     data_seed = spec.seed if d["seed"] is None else d["seed"]

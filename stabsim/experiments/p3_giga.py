@@ -64,7 +64,7 @@ import xarray as xr
 
 from .. import rng
 from ..setups.p3 import CONVEX, FIGURE, ONLINE, P3_PARAMS
-from ..study import StudyError, register_kind
+from ..registry import StudyError, register_kind
 
 #: counter-based stream of the per-replicate training subsets of real data sets (local to P3)
 STREAM_SUBSAMPLE = 12
@@ -260,8 +260,8 @@ def _setup(p, seed):
         kappa = 1.0 if d["scale"].endswith("unit-norm") else float(np.linalg.norm(X, axis=1).max())
         pb = None
     else:
-        from ..study import _problem
-        pb = _problem(d)
+        from ..registry import twin_problem
+        pb = twin_problem(d)
         kappa = float(pb.kappa)
     n = d["n"]
     L = float(lossf.L(kappa, cons.radius))

@@ -41,7 +41,7 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p4 import P4, loss_of as _loss, radius_of as _radius, reference as _reference
-from ..study import StudySpec, _problem, _validate_twin, register_kind, twin_params
+from ..registry import StudySpec, register_kind, twin_params, twin_problem, validate_twin
 
 
 def _delta(p):
@@ -57,7 +57,7 @@ def _gen_effective(p, value=True):
     from ..theory.p4 import recommended_schedule
 
     a, d, pk = p["algorithm"], p["data"], p["p4"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     lossf = _loss(a)
     ref = _reference(pb, lossf, value)
     T, eta, part = a["T"], a["eta"], ""
@@ -81,9 +81,9 @@ def _gen_effective(p, value=True):
 
 
 def _validate_gen(spec):
-    from ..study import StudyError
+    from ..registry import StudyError
 
-    _validate_twin(spec)
+    validate_twin(spec)
     if not spec.sections["data"]["per_replicate"]:
         raise StudyError("p4_gen: [data] per_replicate must be true (one S per replicate, P4 Def. 6)")
     for cell in spec.cells():
@@ -111,7 +111,7 @@ def p4_gen_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Datas
 
     p = spec.cell_params(cell)
     d, a, pk = p["data"], p["algorithm"], p["p4"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     lossf = _loss(a)
     T, eta, sigma, note, (wref, Fref, how, exact), part = _gen_effective(p)
     data_seed = spec.seed if d["seed"] is None else d["seed"]

@@ -16,7 +16,7 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p4 import PRIV
-from ..study import StudySpec, register_kind
+from ..registry import StudySpec, register_kind
 
 
 @register_kind("p4_privacy", params={"privacy": PRIV},

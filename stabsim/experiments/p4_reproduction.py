@@ -25,7 +25,7 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p4 import FIGURE
-from ..study import StudySpec, _problem, _validate_twin, register_kind, twin_params
+from ..registry import StudySpec, register_kind, twin_params, twin_problem, validate_twin
 
 
 def _sigma(p):
@@ -37,7 +37,7 @@ def _sigma(p):
     f, d, a = p["figure"], p["data"], p["algorithm"]
     if f["eps"] == 0:
         return 0.0, "non-private"
-    pb = _problem(d)
+    pb = twin_problem(d)
     G = get_loss(a["loss"]).G(pb.kappa, get_constraint(a["constraint"]).radius)
     if not math.isfinite(G):
         raise ValueError("P4 calibration needs a finite Lipschitz constant G: give a constraint l2:R")
@@ -47,9 +47,9 @@ def _sigma(p):
 
 
 def _validate(spec):
-    from ..study import StudyError
+    from ..registry import StudyError
 
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         p = spec.cell_params(cell)
         if p["algorithm"]["name"] != "p4_alg1" or p["data"]["problem"] not in ("p4_lsq", "p4_logistic"):
@@ -133,7 +133,7 @@ def p4_figure_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
 
     p = spec.cell_params(cell)
     d, a, f = p["data"], p["algorithm"], p["figure"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     sigma, note = _sigma(p)
     seed = spec.seed if d["seed"] is None else d["seed"]
     reps = np.asarray(replicates, dtype=np.int64)

@@ -22,7 +22,7 @@ import numpy as np
 import xarray as xr
 
 from ..setups.p4 import RISK
-from ..study import StudySpec, _problem, _twin_kwargs, _validate_twin, register_kind, twin_params
+from ..registry import StudySpec, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
 
 def _effective(p):
     """(T, sigma, calibration note) of a p4_risk cell."""
@@ -45,7 +45,7 @@ def _effective(p):
     if rk["eps"] > 0:
         from ..privacy.calibration import p4_beta_search
 
-        pb = _problem(d)
+        pb = twin_problem(d)
         loss = get_loss(a["loss"], a["q"])
         G = loss.G(pb.kappa, get_constraint(a["constraint"]).radius)
         if not math.isfinite(G):
@@ -57,9 +57,9 @@ def _effective(p):
 
 
 def _validate_p4_risk(spec):
-    from ..study import StudyError
+    from ..registry import StudyError
 
-    _validate_twin(spec)
+    validate_twin(spec)
     for cell in spec.cells():
         p = spec.cell_params(cell)
         if p["data"]["problem"] != "p4_lsq" or p["algorithm"]["loss"] != "point_lsq":
@@ -82,14 +82,14 @@ def p4_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Data
 
     p = spec.cell_params(cell)
     d, a, rk = p["data"], p["algorithm"], p["risk"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     T, sigma, note, eta = _effective(p)
     if d["per_replicate"]:
         X, y = pb.sample_replicates(d["n"], data_seed, replicates)
     else:
         X, y = pb.sample(d["n"], data_seed, 0)
-    kw = _twin_kwargs(spec, p)
+    kw = twin_kwargs(spec, p)
     ck = a["checkpoints"]
     if p["risk"]["schedule"] != "fixed":
         kw["eta"] = eta

@@ -21,15 +21,15 @@ import numpy as np
 import xarray as xr
 
 from ..setups.audit import audit_inputs, known_randomness_inputs
-from ..study import Param, StudySpec, register_kind
-from ..study.params import REQUIRED, _Bad, boolean, choice, integer, number, open_unit
+from ..registry import Param, StudySpec, register_kind
+from ..registry import REQUIRED, BadValue, boolean, choice, integer, number, open_unit
 
 ALGORITHMS = ("p0_alg2", "p1_alg3", "p2_alg1", "p3_onpairstrc", "p3_onpairc", "p3_offpairstrc",
               "p3_offpairc", "p4_alg1", "p4_alg2")
 
 def _table(v):
     if not isinstance(v, dict):
-        raise _Bad("must be a table of keyword arguments, e.g. {alpha = 1.0, T1 = 7}")
+        raise BadValue("must be a table of keyword arguments, e.g. {alpha = 1.0, T1 = 7}")
     return dict(v)
 
 

@@ -24,7 +24,8 @@
 
 ``audit_scores`` (steps 1-3, for any replicate ids, so a study can chunk them) and
 ``audit_report`` (steps 4-5) are the two halves of ``run_audit``.  Worst-case designs under which
-an audit can reach the accountant: :mod:`stabsim.privacy.audit_designs`.
+an audit can reach the accountant: :mod:`stabsim.privacy.audit_designs`.  The command ``stabsim audit``:
+:mod:`stabsim.privacy.audit_cli`.
 
 If ``eps_lower > eps`` the run prints a loud "PRIVACY VIOLATION FOUND" warning (and issues a
 :class:`PrivacyViolationWarning`) and sets ``report.violation``.  ``eps_lower`` above the
@@ -509,17 +510,3 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
     if verbose:
         print(rep.summary())
     return rep
-
-
-def build_parser():
-    """The ``stabsim audit`` argument parser (:mod:`stabsim.privacy.audit_cli`)."""
-    from .audit_cli import build_parser as _build
-
-    return _build()
-
-
-def main(argv=None) -> int:
-    """``stabsim audit ARGS`` (:mod:`stabsim.privacy.audit_cli`)."""
-    from .audit_cli import main as _main
-
-    return _main(argv)

@@ -416,12 +416,12 @@ ALGORITHMS = {"p0_alg2": p0_alg2, "p1_alg3": p1_alg3, "p2_alg1": p2_alg1, "p3_on
 def _study_toml(studies_dir, sid, profile=None):
     """The study file's sections with ``profile``'s overrides laid over them (None: ``full`` where
     the file defines it, as ``stabsim run`` does), so that a row states the n and T that ran."""
-    from ..study.spec import _apply_profile
+    from ..study import apply_profile
 
     path = Path(studies_dir) / f"{sid}.toml"
     with open(path, "rb") as f:
         raw = tomllib.load(f)
-    return _apply_profile(str(path), raw, profile)[2]
+    return apply_profile(str(path), raw, profile)[2]
 
 
 def _as_list(v):

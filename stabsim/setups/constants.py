@@ -16,10 +16,10 @@ def cell_constants(params) -> dict:
     ``[data] problem`` (kappa is the problem's sup ||x||)."""
     from ..constraints import get_constraint
     from ..losses import get_loss
-    from ..study import _problem
+    from ..registry import twin_problem
 
     a = params["algorithm"]
-    pb = _problem(params["data"])
+    pb = twin_problem(params["data"])
     loss = get_loss(a["loss"], a.get("q"))  # kinds without [algorithm] q / constraint: the defaults
     R = get_constraint(a.get("constraint", "none")).radius
     return {"G": loss.G(pb.kappa, R), "L": loss.L(pb.kappa, R), "kappa": pb.kappa, "radius": R,
@@ -32,10 +32,10 @@ def source_constants(spec, params) -> dict:
     hold on every point the study evaluates a loss at)."""
     from ..constraints import get_constraint
     from ..losses import get_loss
-    from ..study import _source_arrays
+    from ..registry import source_arrays
 
     a, d = params["algorithm"], params["data"]
-    X, _, X_test, _ = _source_arrays(spec, d, spec.seed if d.get("seed") is None else d["seed"])
+    X, _, X_test, _ = source_arrays(spec, d, spec.seed if d.get("seed") is None else d["seed"])
     kappa = float(max(np.max(np.linalg.norm(X, axis=-1)),
                       np.max(np.linalg.norm(X_test, axis=-1)) if len(X_test) else 0.0))
     loss = get_loss(a["loss"], a.get("q"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..study import _problem
+from ..registry import twin_problem
 
 M_AUC_HINGE = 1.0  # M = sup l(0, z, z') = phi(0) = 1 for the AUC hinge loss
 
@@ -38,7 +38,7 @@ def risk_constants(p) -> dict:
     from ..constraints import get_constraint
     from ..losses import get_loss
 
-    pb = _problem(p["data"])
+    pb = twin_problem(p["data"])
     R = get_constraint(p["algorithm"]["constraint"]).radius
     G = get_loss(p["algorithm"]["loss"]).G(pb.kappa, R)
     return dict(G=G, M=M_AUC_HINGE, kappa=pb.kappa, radius=R, wstar=np.asarray(pb.w_star_hinge, float),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..study import TWIN_DATA, _problem
+from ..registry import TWIN_DATA, twin_problem
 
 DATA_SECTION = {k: TWIN_DATA[k] for k in ("problem", "d", "n", "seed", "gamma", "rho", "pi", "flip", "kappa")}
 P2_LOSSES = ("ranking_logistic", "auc_logistic", "auc_ordered_logistic", "metric_logistic")
@@ -54,7 +54,7 @@ def gd_setting(params):
     from ..privacy.calibration import p2_sigma
 
     d, a, s = params["data"], params["algorithm"], params["p2"]
-    pb = _problem(d)
+    pb = twin_problem(d)
     lf, G, L, p = loss_constants(a["loss"], pb)
     T = number_of_steps(s["T_rule"], s["c_T"], d["n"], s["eps"], p, a["T"])
     sigma = p2_sigma(T, d["n"], G, s["eps"], s["delta"]) if s["private"] else 0.0

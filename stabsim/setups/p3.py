@@ -19,7 +19,8 @@ What the P3 experiments (:mod:`stabsim.experiments.p3_giga`, kinds ``p3_giga`` a
 
 from __future__ import annotations
 
-from ..study import Param, boolean, choice, integer, number, open_unit
+from ..registry import BadValue, Param, boolean, choice, integer, number, open_unit
+from ..registry.twin import check_constraint, check_loss, check_problem
 
 VARIANTS = ("OnPairStrC", "OnPairC", "OffPairStrC", "OffPairC")
 ONLINE = {"OnPairStrC": True, "OnPairC": True, "OffPairStrC": False, "OffPairC": False}
@@ -34,28 +35,12 @@ def _check_dataset(v):
     try:
         _resolve(v)
     except (ValueError, TypeError) as e:
-        from ..study import _Bad
-        raise _Bad(str(e), standalone=True) from None
+        raise BadValue(str(e), standalone=True) from None
     return v
 
 
-def _check_problem(v):
-    from ..study import _check_problem as chk
-    return chk(v)
-
-
-def _check_constraint(v):
-    from ..study import _check_constraint as chk
-    return chk(v)
-
-
-def _check_loss(v):
-    from ..study import _check_loss as chk
-    return chk(v)
-
-
 P3_DATA = {
-    "problem": Param("synthetic problem (when dataset = '')", "auc_separable", _check_problem),
+    "problem": Param("synthetic problem (when dataset = '')", "auc_separable", check_problem),
     "dataset": Param("shipped real data set (stabsim.datasets); '' = use the synthetic problem", "",
                      _check_dataset),
     "scale": Param("scaling of the real data set", "minmax[-1,1]+unit-norm",
@@ -74,8 +59,8 @@ P3_DATA = {
 P3_ALGORITHM = {
     "variant": Param("P3 algorithm", "OnPairStrC", choice(VARIANTS)),
     "loss": Param("pairwise loss (P3 Ex. 2: ranking_logistic; Ex. 1: metric_logistic)", "ranking_logistic",
-                  _check_loss),
-    "constraint": Param("constraint set C (an l2 / Frobenius ball)", "l2:1.0", _check_constraint),
+                  check_loss),
+    "constraint": Param("constraint set C (an l2 / Frobenius ball)", "l2:1.0", check_constraint),
     "eps": Param("privacy epsilon", 1.0, number(gt=0, what=" (privacy budget epsilon)")),
     "delta": Param("privacy delta; 0 = 1/n (the experiments' choice)", 0.0, number(ge=0, lt=1)),
     "alpha_rule": Param("how alpha is set: fixed, sqrt_n (alpha_c/sqrt n), burnin (T_1 <= burnin_frac n), "

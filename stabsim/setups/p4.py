@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..study import Param, _problem, boolean, choice, integer, number
+from ..registry import Param, boolean, choice, integer, number, twin_problem
 
 # ------------------------------------------------------------------------------------------ sections
 
@@ -99,7 +99,7 @@ def constants(params) -> dict:
     from ..losses import get_loss
 
     a = params["algorithm"]
-    pb = _problem(params["data"])
+    pb = twin_problem(params["data"])
     loss = get_loss(a["loss"], a["q"])
     R = get_constraint(a["constraint"]).radius
     return {"G": loss.G(pb.kappa, R), "L": loss.L(pb.kappa, R), "kappa": pb.kappa, "loss": loss,

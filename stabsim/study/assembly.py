@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..data_integrity import write_data
+from ..data_integrity import clean_encoding, write_data
 from ..provenance import provenance
-from ..store import StoreError, StudyDir, clean_encoding, open_chunk, stored_backend
-from .params import StudyError, _is_int, _is_num
-from .spec import StudySpec
+from ..registry import StudyError, StudySpec
+from ..registry.values import is_int, is_num
+from ..store import StoreError, StudyDir, open_chunk, stored_backend
 
 
 _PROVENANCE_KEYS = ("stabsim_version", "git_commit", "numba_version", "numpy_version", "created",
@@ -50,9 +50,9 @@ def study_attrs(spec: StudySpec) -> dict:
 
 
 def _axis_values(values):
-    if all(_is_int(v) for v in values):
+    if all(is_int(v) for v in values):
         return np.asarray(values, dtype=np.int64)
-    if all(_is_num(v) for v in values):
+    if all(is_num(v) for v in values):
         return np.asarray(values, dtype=np.float64)
     if all(isinstance(v, bool) for v in values):
         return np.asarray(values, dtype=bool)
@@ -84,7 +84,7 @@ def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = 
     replicates start..stop-1) whose replicates lo..hi-1 make up the cell, in order (what
     ``run_study`` found valid, in any chunking); default: the files of the spec's chunking.
 
-    data.nc is written with checksums (``stabsim.store.write_data``: Fletcher-32 per array
+    data.nc is written with checksums (``stabsim.data_integrity.write_data``: Fletcher-32 per array
     variable, SHA-256 of the rest), verified before it gets its final name.
     """
     import contextlib

@@ -1,20 +1,19 @@
 """Real data in a study (``[data] dataset`` / ``file``, ``stabsim.datafiles``): read and
-checked at parse time (``_resolve_data_source``, which fills ``spec.data_source``), and the
-arrays of one cell (``_source_arrays``, cached per process)."""
+checked at parse time (``resolve_data_source``, which fills ``spec.data_source``).  The arrays
+of one cell: ``stabsim.registry.source_arrays``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .params import StudyError
-from .schema import DATA_SOURCE, PROBLEM_KEYS
+from ..registry import DATA_SOURCE, PROBLEM_KEYS, StudyError
 
 
 def _source_error(src, what, msg):
     return StudyError(f"{src}: [data] {what}: {msg}")
 
 
-def _resolve_data_source(src, path, sections: dict, sweep: dict, merged: dict, seed: int) -> dict | None:
+def resolve_data_source(src, path, sections: dict, sweep: dict, merged: dict, seed: int) -> dict | None:
     """Read and check ``[data] dataset``/``file`` at parse time (before any output exists); fill
     ``d`` and (unless given) ``n`` from the data.  Returns ``spec.data_source`` or None.  Without
     a source the source keys are dropped from the sections (fingerprints of synthetic studies
@@ -86,32 +85,3 @@ def _resolve_data_source(src, path, sections: dict, sweep: dict, merged: dict, s
     source.update(rows=int(rows), d=int(dim), n_train=n_train, n_pos=int((y == 1).sum()),
                   n_neg=int((y == -1).sum()))
     return source
-
-
-_SOURCE_CACHE: dict = {}
-
-
-def _source_arrays(spec, d: dict, data_seed: int):
-    """(X, y, X_test, y_test) of one cell of a study on real data (``spec.data_source``)."""
-    from ..datafiles import file_sha256, prepare, read_data_file, scale_features
-
-    s = spec.data_source
-    key = (s["kind"], s.get("path") or s.get("name"), s.get("sha256"), d["label"], d["positive"], d["scale"])
-    if key not in _SOURCE_CACHE:
-        if s["kind"] == "file":
-            sha = file_sha256(s["path"])
-            if sha != s["sha256"]:
-                raise StudyError(f"[data] file {s['path']} changed since the study was loaded (sha256 "
-                                 f"{s['sha256'][:12]}... -> {sha[:12]}...); load the study again")
-            X, y, _ = read_data_file(s["path"], label=d["label"], positive=d["positive"])
-            X = scale_features(X, d["scale"])
-        else:
-            from ..datasets import load
-
-            X, y, _ = load(s["name"], scale=None if d["scale"] == "none" else d["scale"])
-        if len(_SOURCE_CACHE) > 4:
-            _SOURCE_CACHE.clear()
-        _SOURCE_CACHE[key] = (X, y)
-    X, y = _SOURCE_CACHE[key]
-    part = prepare(X, y, scale="none", n=d["n"], test_fraction=d["test_fraction"], seed=data_seed)
-    return part["X"], part["y"], part["X_test"], part["y_test"]

@@ -15,8 +15,8 @@ import numpy as np
 import xarray as xr
 
 from .._signals import raise_if_interrupted
+from ..registry import StudyError, get_kind
 from ..store import StoreError
-from .params import StudyError, get_kind
 
 
 class StaleCode(StudyError):
@@ -78,7 +78,7 @@ def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=N
                    backend="cpu"):
     """Run one chunk (in-process or on a dask worker).  ``expected_code``: the identity of
     the process that submitted it; a worker running other code refuses (``StaleCode``).
-    ``plugins``: ``(names, folders)`` of user modules to import first (``stabsim.plugins``);
+    ``plugins``: ``(names, folders)`` of user modules to import first (``stabsim.registry.plugins``);
     then ``func`` may be the kind's name, looked up after the import.  ``backend``: every
     ``run_twin`` of the chunk runs there (``stabsim.backend.use_backend``; the study's client
     passes the backend it resolved, "cpu" or "cuda"; a worker that cannot run it raises
@@ -89,7 +89,7 @@ def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=N
         _stamp_code(xr.Dataset(), expected_code)  # fail before computing
     backend = resolve_backend(backend)
     if plugins:
-        from ..plugins import ensure_loaded
+        from ..registry.plugins import ensure_loaded
 
         ensure_loaded(plugins[0], plugins[1])
     if isinstance(func, str):
@@ -195,7 +195,7 @@ class Executor:
             cell, start, stop, path = job
             plug = None
             if spec.plugins:  # the worker imports them by name before unpickling anything of theirs
-                from ..plugins import LOADED
+                from ..registry.plugins import LOADED
 
                 plug = (tuple(spec.plugins), tuple(sorted({LOADED.get(m, ("", ""))[1] for m in spec.plugins} - {""})))
             fut = self.client.submit(_compute_chunk, spec.kind if plug else func, spec, cell.coords,
@@ -217,7 +217,8 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
               resume_hint, backend="cpu"):
     from tqdm import tqdm
 
-    from ..resources import ResourceError, check_study
+    from ..resources import ResourceError
+    from .needs import check_study
 
     try:  # memory of one chunk, disk of the results: refused before any allocation or compute
         check_study(spec, sd.root)

@@ -77,6 +77,14 @@ class _LaneExecutor(Executor):
             yield from super().run(func, spec, [job], backend=backend)
 
 
+def failure_text(e: Exception) -> str:
+    """How a study that could not run is reported: "skipped (...)" for a missing optional
+    package, else "error (...)"."""
+    text = f"{type(e).__name__}: {e}"
+    missing = isinstance(e, ImportError) or "ImportError" in str(e) or "not installed" in str(e)
+    return ("skipped (missing optional package: " if missing else "error (") + text + ")"
+
+
 def _run_in_lane(spec, out, kwargs):
     """(RunResult, None) or (None, failure text) of ``run_study`` in the worker."""
     from ..resources import release_freed_memory
@@ -87,9 +95,7 @@ def _run_in_lane(spec, out, kwargs):
         result.lane = True
         return result, None
     except Exception as e:   # handed to the caller as text: it reports it like its own failures
-        from ..cli import _failure_text
-
-        return None, _failure_text(e)
+        return None, failure_text(e)
     finally:
         release_freed_memory()   # as the calling process does between its studies
 

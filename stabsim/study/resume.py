@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
+from ..registry import StudyError, StudySpec
+from ..registry.spec import CHUNKING_KEYS, FORMAT_VERSION
 from ..store import StoreError, StudyDir, chunk_attrs, open_chunk, stored_backend, validate_chunk
 from .assembly import _refresh_attrs
 from .execution import OtherBackend, StaleCode, _code_mismatch
-from .params import StudyError
-from .spec import _CHUNKING_KEYS, FORMAT_VERSION, StudySpec
 
 
 def _manifest(spec: StudySpec) -> dict:
@@ -107,7 +107,7 @@ def _claim_dir(spec, sd, result, log, *, force, keep_chunks):
     foreign_study = False
     if manifest is not None and manifest.get("fingerprint") != spec.fingerprint:
         changes = _spec_changes(manifest.get("spec"), spec.normalized())
-        data_changes = [c for c in changes if c[0] not in _CHUNKING_KEYS]
+        data_changes = [c for c in changes if c[0] not in CHUNKING_KEYS]
         if data_changes:
             if not force:
                 what = (f"study {manifest.get('study_id')!r} (profile {manifest.get('profile')}, seed "

@@ -12,12 +12,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..registry import KINDS, StudyError, StudySpec
 from ..store import StoreError, StudyDir
 from .assembly import assemble
 from .execution import Executor, _run_jobs
-from .params import KINDS, StudyError
 from .resume import _check_data, _claim_dir, _log_plan, _plan_chunks, _remove_chunks, _scan_chunks
-from .spec import StudySpec
 
 
 @dataclass

@@ -1,15 +1,13 @@
-"""The keys of a study file, as ``{key: Param}`` tables: ``STUDY_PARAMS`` (``[study]``),
-``BOUNDS_PARAMS`` (``[bounds]``), ``CHECK_PARAMS`` (``[check]``), ``RUN_PARAMS`` (``[run]``), and the built-in ``twin``
-kind's ``[data]`` (``TWIN_DATA``, ``DATA_SOURCE`` for real data) and ``[algorithm]``
-(``TWIN_ALGORITHM``), which ``twin_params()`` hands to kinds that extend them.  Every key is
+"""The keys every study file has, as ``{key: Param}`` tables: ``STUDY_PARAMS`` (``[study]``),
+``BOUNDS_PARAMS`` (``[bounds]``), ``CHECK_PARAMS`` (``[check]``), ``RUN_PARAMS`` (``[run]``).  The
+built-in ``twin`` kind's ``[data]`` and ``[algorithm]``: ``stabsim.registry.twin``.  Every key is
 documented for users in docs/study-files.md (tests/test_study_schema_doc.py keeps the two in
 step)."""
 
 from __future__ import annotations
 
-import math
-
-from .params import Param, _Bad, _engine, _is_int, _is_num, boolean, choice, integer, number, open_unit, string
+from ..registry import BadValue, Param, boolean, choice, get_check, integer, number, open_unit, string
+from ..registry.plugins import PluginError, load_plugins
 
 
 # ---- [study], [bounds], [check] ------------------------------------------------------------
@@ -18,26 +16,22 @@ def _check_check(v):
     """``[study] check``: a registered analysis check (validated before anything runs, so that
     a typo is not found only after the whole computation)."""
     v = string()(v)
-    from ..analyses.base import get_check
-
     try:
         get_check(v)
     except KeyError as e:
-        raise _Bad(str(e.args[0]), standalone=True) from None
+        raise BadValue(str(e.args[0]), standalone=True) from None
     return v
 
 
 def _check_plugins(v):
-    """``[study] plugins``: user modules imported at parse time (``stabsim.plugins``), before the
+    """``[study] plugins``: user modules imported at parse time (``stabsim.registry.plugins``), before the
     kind and the check are looked up, so that they may register either."""
     if not isinstance(v, list) or not all(isinstance(m, str) for m in v):
-        raise _Bad("must be a list of module names, e.g. plugins = [\"mybounds\"]")
-    from ..plugins import PluginError, load_plugins
-
+        raise BadValue("must be a list of module names, e.g. plugins = [\"mybounds\"]")
     try:
         load_plugins(v)
     except PluginError as e:
-        raise _Bad(str(e), standalone=True) from None
+        raise BadValue(str(e), standalone=True) from None
     return list(v)
 
 
@@ -51,13 +45,13 @@ STUDY_PARAMS = {
     "replicates": Param("replicates per cell", 100, integer(1, " (the number of replicates per cell)")),
     "chunk": Param("replicates per chunk", None, integer(1, " (replicates per chunk)")),
     "suite": Param("part of `stabsim run suite`", False, boolean),
-    "check": Param("analysis check (stabsim.analyses registry) run after the study", None, _check_check),
+    "check": Param("analysis check (stabsim.registry.checks) run after the study", None, _check_check),
 }
 
 
 def _bound_keys(v):
     if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
-        raise _Bad("must be a list of theory registry keys (strings)")
+        raise BadValue("must be a list of theory registry keys (strings)")
     from ..theory import get as get_bound
 
     for k in v:
@@ -66,7 +60,7 @@ def _bound_keys(v):
         try:
             get_bound(k)
         except KeyError as e:
-            raise _Bad(str(e.args[0]) if e.args else str(e), standalone=True) from None
+            raise BadValue(str(e.args[0]) if e.args else str(e), standalone=True) from None
     return list(v)
 
 
@@ -76,11 +70,11 @@ def _custom_tables(v):
     from ..custom_bounds import ExprError, validate_table
 
     if not isinstance(v, dict):
-        raise _Bad("must be tables [bounds.custom.NAME] with quantity, expr, tag")
+        raise BadValue("must be tables [bounds.custom.NAME] with quantity, expr, tag")
     try:
         return {name: validate_table(name, t) for name, t in v.items()}
     except ExprError as e:
-        raise _Bad(str(e), standalone=True) from None
+        raise BadValue(str(e), standalone=True) from None
 
 
 def _check_outside(v):
@@ -90,7 +84,7 @@ def _check_outside(v):
         return v
     if isinstance(v, list) and all(isinstance(k, str) for k in v):
         return list(v)
-    raise _Bad("must be true, false or a list of bound keys, e.g. outside_assumptions = [\"P1.Thm4.uas\"]")
+    raise BadValue("must be true, false or a list of bound keys, e.g. outside_assumptions = [\"P1.Thm4.uas\"]")
 
 
 BOUNDS_PARAMS = {
@@ -109,7 +103,7 @@ def _str_list(what):
         if isinstance(v, str):
             v = [v]
         if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
-            raise _Bad(f"must be a list of {what} (strings)")
+            raise BadValue(f"must be a list of {what} (strings)")
         return list(v)
     return check
 
@@ -117,10 +111,10 @@ def _str_list(what):
 def _check_constants(v):
     if not isinstance(v, dict) or not all((isinstance(x, (int, float)) and not isinstance(x, bool))
                                           or isinstance(x, str) for x in v.values()):
-        raise _Bad("must be a table of numbers or formulas, e.g. constants = {B = 1.5, dist_sq = \"max_all(d2)\"}")
+        raise BadValue("must be a table of numbers or formulas, e.g. constants = {B = 1.5, dist_sq = \"max_all(d2)\"}")
     bad = [k for k in v if not str(k).isidentifier()]
     if bad:
-        raise _Bad(f"constant name {bad[0]!r} is not an identifier (letters, digits, _)")
+        raise BadValue(f"constant name {bad[0]!r} is not an identifier (letters, digits, _)")
     return {str(k): (x if isinstance(x, str) else float(x)) for k, x in v.items()}
 
 
@@ -129,25 +123,25 @@ _VARIANT_KEYS = ("label", "var", "measure", "value", "statistic")
 
 def _check_variants(v):
     if not isinstance(v, list) or not v or not all(isinstance(t, dict) for t in v):
-        raise _Bad("must be a list of tables, e.g. variants = [{label = \"w_priv\", var = \"dist_output\"}]")
+        raise BadValue("must be a list of tables, e.g. variants = [{label = \"w_priv\", var = \"dist_output\"}]")
     for t in v:
         unknown = [k for k in t if k not in _VARIANT_KEYS]
         if unknown:
-            raise _Bad(f"variant key {unknown[0]!r} is not allowed; allowed: {', '.join(_VARIANT_KEYS)}")
+            raise BadValue(f"variant key {unknown[0]!r} is not allowed; allowed: {', '.join(_VARIANT_KEYS)}")
         if not isinstance(t.get("label"), str) or not t["label"]:
-            raise _Bad("every variant needs a label (a non-empty string)")
+            raise BadValue("every variant needs a label (a non-empty string)")
         bad = [k for k in t if not isinstance(t[k], str)]
         if bad:
-            raise _Bad(f"variant key {bad[0]!r} must be a string")
+            raise BadValue(f"variant key {bad[0]!r} must be a string")
     labels = [t["label"] for t in v]
     if len(set(labels)) != len(labels):
-        raise _Bad("variant labels must differ")
+        raise BadValue("variant labels must differ")
     return [dict(t) for t in v]
 
 
 def _formula(v):
     if not isinstance(v, str) or not v.strip():
-        raise _Bad("must be a formula (a string), e.g. \"F_out - FS_out\"")
+        raise BadValue("must be a formula (a string), e.g. \"F_out - FS_out\"")
     return v
 
 
@@ -203,196 +197,4 @@ def _check_backend(v):
 RUN_PARAMS = {
     "backend": Param("where the twin kernels run: 'cpu', 'cuda' or 'auto' (stabsim.backend)", "cpu",
                      _check_backend, sweepable=False),
-}
-
-
-# ---- the built-in "twin" kind's schema -----------------------------------------------------
-
-def _check_problem(v):
-    from ..synthetic import make_problem
-
-    if not isinstance(v, str):
-        raise _Bad("must be a string (a problem name)")
-    try:
-        make_problem(v, 10)
-    except ValueError as e:
-        if "unknown problem" in str(e):
-            raise _Bad(str(e), standalone=True) from None
-    return v
-
-
-def _check_eta(v):
-    from ..steps import SCHEDULES, step_sizes
-
-    allowed = ("must be a step size > 0 (a number), or a schedule 'NAME:c' / ['NAME', c] with NAME in "
-               f"{', '.join(SCHEDULES)} and c > 0")
-    if _is_num(v):
-        if not (math.isfinite(v) and v > 0):
-            raise _Bad(allowed)
-        return float(v)
-    if isinstance(v, str) and ":" in v:
-        kind, _, c = v.partition(":")
-        try:
-            c = float(c)
-        except ValueError:
-            raise _Bad(allowed) from None
-        v = [kind, c]
-    if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and _is_num(v[1]):
-        try:
-            step_sizes((v[0], float(v[1])), 1)
-        except ValueError as e:
-            raise _Bad(f"{allowed} ({e})") from None
-        return f"{v[0]}:{float(v[1])!r}"
-    raise _Bad(allowed)
-
-
-def _eta_arg(eta):
-    if isinstance(eta, str):
-        kind, _, c = eta.partition(":")
-        return (kind, float(c))
-    return eta
-
-
-def _check_constraint(v):
-    from ..constraints import get_constraint
-
-    if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and _is_num(v[1]):
-        v = f"{v[0]}:{float(v[1])!r}"
-    if not isinstance(v, str):
-        raise _Bad("must be 'none', 'psd', 'NAME:radius' or ['NAME', radius]")
-    try:
-        get_constraint(v)
-    except ValueError as e:
-        raise _Bad(str(e), standalone=True) from None
-    return v
-
-
-def _check_loss(v):
-    from ..losses import get_loss
-
-    if isinstance(v, str) and v.endswith("qhinge"):
-        return _engine(lambda name: get_loss(name, 1.5))(v)  # q is checked per cell
-    return _engine(get_loss)(v)
-
-
-def _check_algorithm(v):
-    from ..algorithms import get_algorithm
-
-    return _engine(get_algorithm)(v)
-
-
-def _check_output(v):
-    from ..algorithms import OUTPUTS
-
-    return choice(tuple(OUTPUTS))(v)
-
-
-def _check_k(v):
-    if v == "random" or (_is_int(v) and v >= 0):
-        return v if v == "random" else int(v)
-    raise _Bad("must be 'random' or an integer >= 0 (an index into the data set)")
-
-
-def _check_checkpoints(v):
-    if _is_int(v):
-        return integer(1, " (a count of log-spaced checkpoints) or a list of steps")(v)
-    if isinstance(v, list) and v and all(_is_int(x) and x >= 1 for x in v):
-        return sorted(set(int(x) for x in v))
-    raise _Bad("must be an integer >= 1 (a count of log-spaced checkpoints) or a non-empty list of steps >= 1")
-
-
-TWIN_DATA = {
-    "problem": Param("synthetic problem", "auc_separable", _check_problem),
-    "d": Param("dimension", 10, integer(1, " (the dimension)")),
-    "n": Param("number of examples", 100, integer(2, " (the number of examples)")),
-    "per_replicate": Param("one data set per replicate", False, boolean, sweepable=False),
-    "seed": Param("data seed (default: [study] seed)", None, integer(0), dim="data_seed"),
-    "gamma": Param("problem: class separation", None, number(gt=0, what=" (class separation)")),
-    "rho": Param("problem: noise-ball radius", None, number(ge=0)),
-    "pi": Param("problem: P(y = 1)", None, open_unit(" (P(y = 1))")),
-    "flip": Param("problem: label-flip probability", None, number(ge=0, lt=0.5)),
-    "kappa": Param("problem: noise level (p4_*)", None, number(ge=0)),
-}
-PROBLEM_KEYS = ("gamma", "rho", "pi", "flip", "kappa")
-
-TWIN_ALGORITHM = {
-    "name": Param("algorithm", "p1_alg1", _check_algorithm, dim="algorithm"),
-    "loss": Param("loss", "auc_hinge", _check_loss),
-    "constraint": Param("constraint set", "none", _check_constraint),
-    "eta": Param("step size or schedule", 0.1, _check_eta),
-    "T": Param("number of steps", 1000, integer(1, " (the number of steps)")),
-    "neighbour": Param("replacement rule", "farthest", choice(("flip", "farthest", "fresh", "same"))),
-    "k": Param("replaced index", "random", _check_k),
-    "sigma": Param("gradient noise", 0.0, number(ge=0, what=" (noise level)")),
-    "independent_noise": Param("independent noise for S'", False, boolean),
-    "buffer": Param("FIFO buffer size s", None, integer(1, " (buffer size)")),
-    "output": Param("output rule", None, _check_output),
-    "q": Param("q-norm hinge exponent", None, number(gt=1, le=2, what=" (q-hinge exponent)")),
-    "w0": Param("initial point", "zeros", choice(("zeros", "random"))),
-    "checkpoints": Param("checkpoint count or steps", 30, _check_checkpoints, sweepable=False),
-    "record_outputs": Param("keep the outputs A_t", False, boolean, sweepable=False),
-}
-
-
-def twin_params(**extra: dict) -> dict:
-    """The ``twin`` kind's ``{section: {key: Param}}``, extended/overridden by ``extra``
-    (``twin_params(algorithm={"m": Param(...)}, measure={...})``)."""
-    out = {"data": dict(TWIN_DATA), "algorithm": dict(TWIN_ALGORITHM)}
-    for sec, table in extra.items():
-        out.setdefault(sec, {}).update(table)
-    return out
-
-
-# ---- [data] dataset / file: real data instead of a synthetic problem (stabsim.datafiles) --------
-
-def _check_dataset_name(v):
-    if not isinstance(v, str) or not v:
-        raise _Bad("must be a data set name (see stabsim.datasets.available())")
-    from ..datasets import _resolve
-
-    try:
-        _resolve(v)
-    except ValueError as e:
-        raise _Bad(str(e), standalone=True) from None
-    return v
-
-
-def _check_file(v):
-    if not isinstance(v, str) or not v:
-        raise _Bad("must be a path (a string; relative paths start at the study file's folder)")
-    return v
-
-
-def _check_label(v):
-    if not (isinstance(v, str) and v) and not _is_int(v):
-        raise _Bad("must be a column name (a string) or a 0-based column index (an integer)")
-    return v
-
-
-def _check_positive(v):
-    if not isinstance(v, str) and not _is_num(v):
-        raise _Bad("must be the label value that maps to +1 (a string or a number)")
-    return v
-
-
-def _check_scale(v):
-    from ..datafiles import SCALES
-
-    v = {"minmax": "minmax[-1,1]", "minmax+unit-norm": "minmax[-1,1]+unit-norm"}.get(v, v)
-    return choice(SCALES)(v)
-
-
-#: ``[data]`` keys that load real data (the ``twin`` kind; a kind opts in with
-#: ``twin_params(data=DATA_SOURCE)`` and handling ``spec.data_source`` as ``twin_cell`` does).
-DATA_SOURCE = {
-    "dataset": Param("a shipped data set (stabsim.datasets)", None, _check_dataset_name, sweepable=False),
-    "file": Param("a data file: .csv, .npz, .libsvm, .nc (stabsim.datafiles)", None, _check_file,
-                  sweepable=False),
-    "label": Param("the label column (name or 0-based index) / array name", None, _check_label,
-                   sweepable=False),
-    "positive": Param("the label value that maps to +1", None, _check_positive, sweepable=False),
-    "scale": Param("none, minmax[-1,1], unit-norm, minmax[-1,1]+unit-norm", None, _check_scale,
-                   sweepable=False),
-    "test_fraction": Param("stratified held-out fraction (not trained on)", 0.0,
-                           number(ge=0, lt=1, what=" (a fraction)"), sweepable=False),
 }

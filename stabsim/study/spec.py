@@ -6,111 +6,14 @@ kind's own ``validate`` run.  The file format: docs/study-files.md."""
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from .data_sources import _resolve_data_source
-from .grid import Cell, _sanitize, expand_cells
-from .params import REQUIRED, Param, StudyError, _Bad, _fmt, _hint, get_kind
-from .schema import BOUNDS_PARAMS, CHECK_PARAMS, DATA_SOURCE, RUN_PARAMS, STUDY_PARAMS
-
-FORMAT_VERSION = 1
-
-
-@dataclass
-class StudySpec:
-    """A validated study: the effective values (profile applied, defaults filled in)."""
-
-    id: str
-    description: str
-    kind: str
-    seed: int
-    replicates: int
-    chunk: int
-    suite: bool
-    sections: dict            # the kind's sections: {"data": {...}, "algorithm": {...}, ...}
-    sweep: dict               # axis -> list of normalised values (file order)
-    bounds: dict
-    profile: str | None = None
-    path: str | None = None
-    text: str = ""
-    axes: dict = field(default_factory=dict)  # axis -> (section, key)
-    check: dict = field(default_factory=dict)  # the [check] section (analysis only, not in the fingerprint)
-    plugins: tuple = ()  # user modules ([study] plugins and --plugins), stabsim.plugins
-    data_source: dict | None = None  # [data] dataset/file: what was read (_resolve_data_source)
-    backend: str = "cpu"  # [run] backend: how, not what (not in the fingerprint; stabsim.backend)
-    # bound key -> its mismatches with this study's runs, for the bounds the study opted to use
-    # outside their theorems' assumptions (stabsim.applicability; not in the fingerprint)
-    outside_assumptions: dict = field(default_factory=dict)
-
-    # grid ---------------------------------------------------------------------------------
-    def cells(self) -> list[Cell]:
-        return expand_cells(self.sweep)
-
-    def chunk_ranges(self) -> list[tuple[int, int]]:
-        return [(s, min(s + self.chunk, self.replicates)) for s in range(0, self.replicates, self.chunk)]
-
-    @property
-    def n_chunks(self) -> int:
-        return len(self.cells()) * len(self.chunk_ranges())
-
-    def cell_params(self, cell) -> dict:
-        """``{section: {key: value}}`` for one cell (``cell``: a Cell or its coords dict)."""
-        coords = cell.coords if isinstance(cell, Cell) else cell
-        out = copy.deepcopy(self.sections)
-        for axis, value in coords.items():
-            sec, key = self.axes[axis]
-            out[sec][key] = value
-        return out
-
-    # identity -----------------------------------------------------------------------------
-    def normalized(self) -> dict:
-        """Everything that determines the data (not description, suite, bounds).  The code is
-        not part of it: its identity is recorded beside every result (``stabsim.codeid``); nor
-        is ``[run] backend``: the backend is recorded beside every chunk (``chunk_backend``)."""
-        out = {"id": self.id, "kind": self.kind, "seed": self.seed, "replicates": self.replicates,
-               "chunk": self.chunk, "sections": self.sections, "sweep": self.sweep,
-               "format": FORMAT_VERSION}
-        if self.plugins:  # the code identity covers stabsim only: a plugin's source is part of the study
-            from ..plugins import plugin_hashes
-
-            out["plugins"] = plugin_hashes(self.plugins)
-        if self.data_source and self.data_source.get("sha256"):  # a changed file is another study
-            out["data_file_sha256"] = self.data_source["sha256"]
-        return out
-
-    @property
-    def fingerprint(self) -> str:
-        text = json.dumps(self.normalized(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-    @property
-    def data_fingerprint(self) -> str:
-        """The fingerprint without ``replicates`` and ``chunk``: replicate r is a pure function
-        of (this, cell, r), so chunks with the same data fingerprint hold valid replicates for
-        any replicate count and chunk size (the ``chunk_fingerprint`` attr of chunks)."""
-        norm = {k: v for k, v in self.normalized().items() if k not in _CHUNKING_KEYS}
-        text = json.dumps(norm, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:20]
-
-    def cell_fingerprints(self) -> dict:
-        """``{cell id: fingerprint}``: what one cell's replicates are a function of -- the data
-        fingerprint's fields with the cell's own parameters (``cell_params``) in place of the
-        sections and the sweep.  A chunk records it (``chunk_cell_fingerprint``), so a cell
-        whose definition did not change keeps its chunks when the sweep around it changes."""
-        base = {k: v for k, v in self.normalized().items() if k not in _CHUNKING_KEYS + ("sections", "sweep")}
-        out = {}
-        for cell in self.cells():
-            norm = {**base, "sections": self.cell_params(cell), "cell": cell.coords, "cell_id": cell.id}
-            text = json.dumps(norm, sort_keys=True, separators=(",", ":"), default=str)
-            out[cell.id] = hashlib.sha256(text.encode()).hexdigest()[:20]
-        return out
-
-
-_CHUNKING_KEYS = ("replicates", "chunk")
+from ..registry import DATA_SOURCE, REQUIRED, BadValue, Param, StudyError, StudySpec, did_you_mean, get_kind
+from ..registry.spec import sanitize
+from .data_sources import resolve_data_source
+from .schema import BOUNDS_PARAMS, CHECK_PARAMS, RUN_PARAMS, STUDY_PARAMS
 
 
 # ---- parsing ---------------------------------------------------------------------------
@@ -124,12 +27,12 @@ def _check_value(src, where, key, p: Param, value):
         return value
     try:
         return p.check(value)
-    except _Bad as e:
-        raise _err(src, where, f"{key} = {_fmt(value)}: {e.text(key)}") from None
+    except BadValue as e:
+        raise _err(src, where, f"{key} = {repr(value)}: {e.text(key)}") from None
 
 
 def _unknown_key(src, section, key, allowed, schema_all):
-    msg = f"unknown key {key!r} in [{section}].{_hint(key, allowed)}"
+    msg = f"unknown key {key!r} in [{section}].{did_you_mean(key, allowed)}"
     owners = [s for s, t in schema_all.items() if key in t and s != section]
     if owners:
         msg += f" ({key!r} belongs in [{owners[0]}].)"
@@ -156,12 +59,12 @@ def load_study(path, profile: str | None = None, *, seed: int | None = None, plu
 def parse_study(text: str, *, path=None, profile: str | None = None, seed: int | None = None,
                 plugins=None, outside_assumptions=None) -> StudySpec:
     """Validate a study given as TOML text (the format: docs/study-files.md).
-    ``plugins``: module names imported first (``stabsim.plugins``; ``stabsim run --plugins``).
+    ``plugins``: module names imported first (``stabsim.registry.plugins``; ``stabsim run --plugins``).
     ``outside_assumptions``: True, or a list of bound keys, that may be compared with runs outside
     their theorems' assumptions (as the file's ``outside_assumptions``; without it such a bound
     is an error, ``stabsim.applicability``)."""
     if plugins:
-        from ..plugins import PluginError, load_plugins
+        from ..registry.plugins import PluginError, load_plugins
 
         try:
             load_plugins(plugins)
@@ -169,7 +72,7 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
             raise StudyError(str(e)) from None
     src = str(path) if path is not None else "<study>"
     raw = _read_toml(src, text)
-    profiles, profile, merged, origin = _apply_profile(src, raw, profile)
+    profiles, profile, merged, origin = apply_profile(src, raw, profile)
     study, kind = _parse_study_section(src, path, merged, origin, seed)
     schema = _kind_schema(kind)
     _check_section_names(src, kind, schema, merged, profiles)
@@ -180,7 +83,7 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
 
     data_source = None
     if schema.get("data", {}).get("file") is DATA_SOURCE["file"]:  # kinds that take real data
-        data_source = _resolve_data_source(src, path, sections, sweep, merged, study["seed"])
+        data_source = resolve_data_source(src, path, sections, sweep, merged, study["seed"])
     spec = StudySpec(id=study["id"], description=study["description"], kind=kind.name,
                      seed=study["seed"], replicates=study["replicates"], chunk=study["chunk"],
                      suite=study["suite"], sections=sections, sweep=sweep, bounds=bounds,
@@ -239,7 +142,7 @@ def _read_toml(src: str, text: str) -> dict:
     return raw
 
 
-def _apply_profile(src: str, raw: dict, profile: str | None):
+def apply_profile(src: str, raw: dict, profile: str | None):
     """Pop ``[profiles]`` off ``raw``, choose the profile (None: ``full`` if defined, else the
     base) and lay its tables over the base sections.  Returns ``(profiles, profile, merged,
     origin)``; ``origin[(section, key)]`` names the profile table a value came from."""
@@ -249,13 +152,13 @@ def _apply_profile(src: str, raw: dict, profile: str | None):
             raise StudyError(f"{src}: [profiles] {pname} must be a table ([profiles.{pname}])")
         for sec, stable in ptable.items():
             if not isinstance(stable, dict):
-                raise StudyError(f"{src}: [profiles.{pname}] {sec} = {_fmt(stable)}: a profile overrides "
+                raise StudyError(f"{src}: [profiles.{pname}] {sec} = {repr(stable)}: a profile overrides "
                                  f"keys of sections, e.g. study.replicates = 8 or [profiles.{pname}.sweep]")
     if profile is None:
         profile = "full" if "full" in profiles else None
     elif profile not in profiles:
         avail = ", ".join(profiles) or "none"
-        raise StudyError(f"{src}: no profile {profile!r}.{_hint(profile, profiles)} Profiles defined: {avail}")
+        raise StudyError(f"{src}: no profile {profile!r}.{did_you_mean(profile, profiles)} Profiles defined: {avail}")
 
     merged = copy.deepcopy(raw)
     origin = {}
@@ -289,12 +192,12 @@ def _parse_study_section(src: str, path, merged: dict, origin: dict, seed: int |
         study["seed"] = _check_value(src, "--seed", "seed", STUDY_PARAMS["seed"], seed)
     if study["id"] is None:
         stem = Path(src).stem if path is not None else "study"
-        study["id"] = _sanitize(stem)
+        study["id"] = sanitize(stem)
     try:
         kind = get_kind(study["kind"])
-    except _Bad as e:
+    except BadValue as e:
         raise _err(src, _where(origin, "study", "kind"),
-                   f"kind = {_fmt(study['kind'])}: {e.text('kind')}") from None
+                   f"kind = {repr(study['kind'])}: {e.text('kind')}") from None
     if study["chunk"] is None:
         study["chunk"] = min(study["replicates"], 64)
     return study, kind
@@ -317,7 +220,7 @@ def _check_section_names(src: str, kind, schema: dict, merged: dict, profiles: d
         for sec in table:
             if sec not in allowed_sections:
                 loc = "" if table is merged else " (in a profile)"
-                raise StudyError(f"{src}: unknown section [{sec}]{loc}.{_hint(sec, allowed_sections)} "
+                raise StudyError(f"{src}: unknown section [{sec}]{loc}.{did_you_mean(sec, allowed_sections)} "
                                  f"Sections for kind {kind.name!r}: {', '.join('[' + s + ']' for s in allowed_sections)}")
     # typos in profiles that are not selected are errors too
     for pname, ptable in profiles.items():
@@ -377,10 +280,10 @@ def _parse_sweep(src: str, schema: dict, merged: dict, origin: dict):
             fixed = [f"{s}.{k}" for s, t in schema.items() if s not in ("study",) for k, p in t.items()
                      if not p.sweepable and k == axis]
             why = f" ({fixed[0]} cannot be swept.)" if fixed else ""
-            raise StudyError(f"{src}: {loc}: unknown sweep axis {axis!r}.{_hint(axis, axes_all)}{why} "
+            raise StudyError(f"{src}: {loc}: unknown sweep axis {axis!r}.{did_you_mean(axis, axes_all)}{why} "
                              f"Sweepable: {', '.join(axes_all)}")
         if not isinstance(values, list) or not values:
-            raise _err(src, loc, f"{axis} = {_fmt(values)}: a sweep axis must be a non-empty list of values, "
+            raise _err(src, loc, f"{axis} = {repr(values)}: a sweep axis must be a non-empty list of values, "
                                  f"e.g. {axis} = [v1, v2]")
         sec, key = axes_all[axis]
         p = schema[sec][key]
@@ -388,12 +291,12 @@ def _parse_sweep(src: str, schema: dict, merged: dict, origin: dict):
         for i, v in enumerate(values):
             try:
                 normed.append(p.check(v) if p.check else v)
-            except _Bad as e:
-                raise _err(src, loc, f"{axis} = {_fmt(values)}: element {i}, {_fmt(v)}: {e.text(key)}") from None
+            except BadValue as e:
+                raise _err(src, loc, f"{axis} = {repr(values)}: element {i}, {repr(v)}: {e.text(key)}") from None
         keys = [json.dumps(v, sort_keys=True) for v in normed]
         if len(set(keys)) != len(keys):
             dup = next(values[i] for i, k in enumerate(keys) if keys.count(k) > 1)
-            raise _err(src, loc, f"{axis} = {_fmt(values)}: the value {_fmt(dup)} appears twice; "
+            raise _err(src, loc, f"{axis} = {repr(values)}: the value {repr(dup)} appears twice; "
                                  "sweep values must be distinct")
         sweep[axis], axes[axis] = normed, (sec, key)
     return sweep, axes
@@ -403,8 +306,8 @@ def _check_measure_config(chk: dict) -> None:
     """``[check]`` and each of its ``variants``: exactly one of measure (a function of
     stabsim.measures) and value (a formula); the keys of a formula measure only with value; the
     formulas parse and call only allowed functions (their names are resolved on the data)."""
-    from ..analyses.overlay_measure import compile_formula, with_variant
     from ..custom_bounds import ExprError
+    from ..registry.formulas import compile_formula, with_variant
 
     for variant in chk.get("variants") or [{}]:
         cfg = with_variant(chk, variant)
@@ -429,7 +332,7 @@ def _check_one_measure(cfg: dict, where: str) -> None:
                          "\"uas_mean\") and value (a per-replicate formula, e.g. \"F_out - FS_out\")")
     if m is not None and (not callable(getattr(_measures, m, None)) or m.startswith("_")):
         names = [n for n in dir(_measures) if not n.startswith("_") and callable(getattr(_measures, n))]
-        raise StudyError(f"{where} measure = {m!r}: not a function of stabsim.measures.{_hint(m, names)}")
+        raise StudyError(f"{where} measure = {m!r}: not a function of stabsim.measures.{did_you_mean(m, names)}")
     if m is not None:
         extra = [k for k in ("widen", "shift", "quantity", "quantile", "statistic") if cfg.get(k) is not None]
         if extra:
@@ -455,7 +358,7 @@ def _finish_custom_and_check(spec) -> None:
     for k in spec.bounds.get("keys", []):
         if k.startswith("custom.") and k[len("custom."):] not in custom:
             raise StudyError(f"[bounds] keys: {k!r} is not defined in this file "
-                             f"(define it in [bounds.custom.{k[len('custom.'):]}]){_hint(k[7:], custom)}")
+                             f"(define it in [bounds.custom.{k[len('custom.'):]}]){did_you_mean(k[7:], custom)}")
     chk = spec.check
     if not chk:
         return
@@ -478,5 +381,5 @@ def _finish_custom_and_check(spec) -> None:
     for key in ("by", "candidates"):
         for ax in chk.get(key) or []:
             if ax not in spec.sweep:
-                raise StudyError(f"[check] {key}: {ax!r} is not a sweep axis of this study.{_hint(ax, spec.sweep)} "
+                raise StudyError(f"[check] {key}: {ax!r} is not a sweep axis of this study.{did_you_mean(ax, spec.sweep)} "
                                  f"Axes: {', '.join(spec.sweep) or '(none)'}")

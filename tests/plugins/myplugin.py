@@ -31,10 +31,10 @@ def myplugin_check(spec, ds) -> CheckResult:
 
 
 # a study kind: the built-in twin runs plus one derived variable (a kind from outside the package)
-from stabsim.study import _validate_twin, register_kind, twin_cell, twin_params  # noqa: E402
+from stabsim.registry import register_kind, twin_cell, twin_params, validate_twin  # noqa: E402
 
 
-@register_kind("myplugin_twin", params=twin_params(), validate=_validate_twin,
+@register_kind("myplugin_twin", params=twin_params(), validate=validate_twin,
                description="test plugin kind: twin runs + dist_output squared")
 def myplugin_twin(spec, cell, replicates):
     ds = twin_cell(spec, cell, replicates)

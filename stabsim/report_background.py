@@ -52,7 +52,7 @@ NICE = 10
 
 
 def _init_worker(plugins) -> None:
-    from ..helper_process import ignore_interrupts, prepare_helper
+    from .helper_process import ignore_interrupts, prepare_helper
 
     ignore_interrupts()
     try:   # the computation first: a descheduled OpenMP thread holds all its threads at a barrier
@@ -63,7 +63,7 @@ def _init_worker(plugins) -> None:
 
 
 def _analyse(study_dir, run_seconds, out_dir) -> dict:
-    from . import analyse
+    from .report_study import analyse
 
     return analyse(study_dir, run_seconds=run_seconds, out_dir=out_dir)
 
