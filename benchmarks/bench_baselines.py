@@ -21,7 +21,7 @@ import numpy as np
 from numba import njit
 
 from stabsim.kernels.baselines import _hinge_pair, _project_l2, oam_gra_steps, olp_steps
-from stabsim.rng import randint, uniform
+from stabsim.engine.rng import randint, uniform
 
 
 @njit(nogil=True)

@@ -34,7 +34,7 @@ def main(argv=None):
 
     import stabsim
     import stabsim.kernels.twin as tw
-    from stabsim.synthetic import make_problem
+    from stabsim.engine.synthetic import make_problem
 
     numba.set_num_threads(a.threads)
     X, y = make_problem("auc_noisy", d=10).sample(200, 0)

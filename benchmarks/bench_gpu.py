@@ -40,10 +40,10 @@ sys.path.insert(0, str(HERE.parent))
 import numba  # noqa: E402
 
 import stabsim.kernels.twin_cuda as twin_cuda  # noqa: E402
-import stabsim.twin as st  # noqa: E402
-from stabsim import rng  # noqa: E402
-from stabsim.backend import device_description  # noqa: E402
-from stabsim.neighbours import as_neighbour, make_neighbours  # noqa: E402
+import stabsim.engine.twin_runs as st  # noqa: E402
+from stabsim.engine import rng  # noqa: E402
+from stabsim.engine.backend import device_description  # noqa: E402
+from stabsim.engine.neighbours import as_neighbour, make_neighbours  # noqa: E402
 
 WORKLOADS = {
     "p1_alg1": dict(algorithm="p1_alg1", loss="auc_hinge", n=1000, T=20_000, sigma=0.0),

@@ -47,8 +47,8 @@ import bench_twin as bt  # noqa: E402  (puts this checkout first on sys.path)
 
 import numba  # noqa: E402
 
-import stabsim.twin as st  # noqa: E402
-from stabsim import rng  # noqa: E402
+import stabsim.engine.twin_runs as st  # noqa: E402
+from stabsim.engine import rng  # noqa: E402
 from stabsim.kernels import twin as kt  # noqa: E402
 
 LAZY_SOURCE = HERE / "c" / "twin_p1_lazy.c"
@@ -109,7 +109,7 @@ def fma_count(so: Path):
 
 def build_loops(tmpdir: str) -> dict:
     """The C builds: plain/lazy x no-FMA/FMA, and the lazy loop with -ffast-math (for information: it
-    lets GCC reassociate, i.e. vectorise, the dot products); the generator is checked against stabsim.rng."""
+    lets GCC reassociate, i.e. vectorise, the dot products); the generator is checked against stabsim.engine.rng."""
     loops = {"plain_c": bt.CLoop(tmpdir, BASE_FLAGS + ["-ffp-contract=off"], "nofma"),
              "plain_c_fma": bt.CLoop(tmpdir, BASE_FLAGS, "fma"),
              "lazy_c": LazyCLoop(tmpdir, BASE_FLAGS + ["-ffp-contract=off"], "nofma"),
@@ -118,7 +118,7 @@ def build_loops(tmpdir: str) -> dict:
     want = int(rng.key(bt.SEED, bt.REPLICATE, rng.STREAM_INDEX))
     for tag, cl in loops.items():
         if int(cl.stream_key(bt.SEED, bt.REPLICATE, rng.STREAM_INDEX)) != want:
-            raise RuntimeError(f"{tag}: the C stream key differs from stabsim.rng.key")
+            raise RuntimeError(f"{tag}: the C stream key differs from stabsim.engine.rng.key")
     return loops
 
 
@@ -360,11 +360,11 @@ def main(argv=None) -> dict:
     builds = ("its one build (parallel=True, loaded from numba's on-disk cache or compiled in the warm-up, "
               "not timed), run with one thread; a call with R T max(d, 10) < "
               f"{kt.INTERRUPTIBLE_MIN_WORK:.0e} (here d = 10) runs in the calling thread, a larger one (d = 100) "
-              "in a helper thread (stabsim._signals.call_interruptible); \"specialised\": `specialise=True`, the "
+              "in a helper thread (stabsim.runtime.signals.call_interruptible); \"specialised\": `specialise=True`, the "
               "replicate compiled for this configuration (stabsim.kernels.twin.wants_specialised), the same numbers")
     ktimer = bt.KernelTimer()
     if ktimer.calls is None:
-        raise SystemExit("stabsim.twin has no twin_kernel to time")
+        raise SystemExit("stabsim.engine.twin_runs has no twin_kernel to time")
     rows = []
     for d in DIMS:
         X, y = bt.data(d)

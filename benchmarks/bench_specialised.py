@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # this checkou
 
 import numba  # noqa: E402
 
-import stabsim.twin as st  # noqa: E402
+import stabsim.engine.twin_runs as st  # noqa: E402
 from stabsim import make_problem  # noqa: E402
 from stabsim.kernels import twin as kt  # noqa: E402
 

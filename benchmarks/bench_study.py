@@ -80,7 +80,7 @@ def chunked(spec, root: Path, **kw) -> tuple[float, float, float]:
             inner["s"] += time.perf_counter() - t0
 
     import stabsim.study.run as study_mod  # the module whose run_study calls assemble
-    from stabsim.store import StudyDir
+    from stabsim.study.store import StudyDir
 
     real_write, real_assemble = StudyDir.write_chunk, study_mod.assemble
 

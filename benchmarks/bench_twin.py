@@ -53,9 +53,10 @@ sys.path.insert(0, STABSIM_ROOT)  # this checkout (or --stabsim DIR) before any 
 import numba  # noqa: E402
 
 import stabsim  # noqa: E402
-from stabsim import make_problem, rng, run_twin  # noqa: E402
-from stabsim.neighbours import as_neighbour, make_neighbours  # noqa: E402
-from stabsim.twin import extend_with_replacements  # noqa: E402
+from stabsim import make_problem, run_twin  # noqa: E402
+from stabsim.engine import rng
+from stabsim.engine.neighbours import as_neighbour, make_neighbours  # noqa: E402
+from stabsim.engine.twin_runs import extend_with_replacements  # noqa: E402
 
 sys.path.insert(0, str(HERE))
 from numba_plain import twin_p1_plain  # noqa: E402
@@ -174,13 +175,13 @@ def data(d: int):
 
 class KernelTimer:
     """Times the kernel call inside run_twin (wall and CPU), by wrapping the kernel that
-    stabsim.twin calls: ``twin_kernel``, or the result of ``get_twin_kernel`` if the package
+    stabsim.engine.twin_runs calls: ``twin_kernel``, or the result of ``get_twin_kernel`` if the package
     (e.g. a --stabsim variant) builds specialised kernels.  run_twin's own Python work grows
     with T (step-size and weight arrays, cumulative sums for the result), so the kernel call
     alone is the fairer number to set against the C loop."""
 
     def __init__(self):
-        import stabsim.twin as st
+        import stabsim.engine.twin_runs as st
         self.calls = []
         if hasattr(st, "get_twin_kernel"):
             get = st.get_twin_kernel
@@ -217,7 +218,7 @@ def neighbour_arrays(X, y):
 
 
 def indices(T: int) -> np.ndarray:
-    """i_0..i_T of replicate 0: the same counter-based draws as the kernel (stabsim.rng.randint)."""
+    """i_0..i_T of replicate 0: the same counter-based draws as the kernel (stabsim.engine.rng.randint)."""
     u = rng.uniforms(SEED, REPLICATE, rng.STREAM_INDEX, T + 1)
     return np.minimum((u * N).astype(np.int64), N - 1)
 
@@ -402,7 +403,7 @@ def main(argv=None) -> dict:
             cloops["c_fma"] = CLoop(tmp.name, base, "default")
             key_c = int(cloops["c"].stream_key(SEED, REPLICATE, rng.STREAM_INDEX))
             if key_c != int(rng.key(SEED, REPLICATE, rng.STREAM_INDEX)):
-                raise RuntimeError("the C stream_key differs from stabsim.rng.key")
+                raise RuntimeError("the C stream_key differs from stabsim.engine.rng.key")
         except (subprocess.CalledProcessError, OSError, RuntimeError) as exc:
             c_skip = f"C loop skipped: {getattr(exc, 'stderr', '') or exc}"
             cloops = {}

@@ -12,13 +12,13 @@ index draws, same output rule as the kernel), returning the final ||w_T - w'_T||
 * ``vec_*``: NumPy vectorised across R replicates (arrays (R, d) of iterates, fancy-indexed
   gathers of the rows each replicate uses): the best one can do without a JIT.
 
-Index streams are drawn up front (vectorised, from ``stabsim.rng`` so that a run with
+Index streams are drawn up front (vectorised, from ``stabsim.engine.rng`` so that a run with
 sigma = 0 can be checked against the kernel) and are not part of the timed work.  Gaussian
 noise (p4_alg1, p2_alg1 with sigma > 0) is drawn inside the loop with NumPy's Generator, as a
 NumPy user would; those runs are timed only, the check against the kernel uses sigma = 0.
 
 Losses: AUC hinge (p1_alg1, sgd_pair, p0_alg1), pointwise logistic (p4_alg1), AUC squared
-over all pairs (p2_alg1); definitions as in stabsim.losses (``auc``: c = (y - y')/2,
+over all pairs (p2_alg1); definitions as in stabsim.engine.losses (``auc``: c = (y - y')/2,
 m = c w.(x - x')).
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stabsim import rng
+from stabsim.engine import rng
 
 
 # ---- index streams (the kernel's draws, vectorised) -------------------------------------------

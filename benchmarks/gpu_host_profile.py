@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_gpu  # noqa: E402
-from stabsim.backend import cuda_module  # noqa: E402
+from stabsim.engine.backend import cuda_module  # noqa: E402
 
 cuda = cuda_module()
 

@@ -2,7 +2,7 @@
 CUDA kernel (issue #22).
 
 The issue measured such a kernel (one thread per replicate, the same SplitMix64 counter generator
-as ``stabsim.rng``) at 0.036 ns per replicate-step on an H100, where ``twin_cuda``'s kernel, which
+as ``stabsim.engine.rng``) at 0.036 ns per replicate-step on an H100, where ``twin_cuda``'s kernel, which
 runs every configuration from the CPU's replicate code, takes about 0.9 ns (benchmarks/RESULTS.md,
 GPU section).  This file is that kernel for the ``bench_gpu.py`` workload ``p1_alg1`` (AUC hinge,
 l2 ball, flip neighbour, d = 10, constant eta): it computes w_T on S and on S' and nothing else
@@ -33,9 +33,9 @@ sys.path.insert(0, str(HERE))
 
 import bench_gpu  # noqa: E402
 import stabsim.kernels.twin as kt  # noqa: E402
-import stabsim.twin as st  # noqa: E402
-from stabsim.backend import cuda_module  # noqa: E402
-from stabsim.rng import STREAM_INDEX, randint, stream_key  # noqa: E402
+import stabsim.engine.twin_runs as st  # noqa: E402
+from stabsim.engine.backend import cuda_module  # noqa: E402
+from stabsim.engine.rng import STREAM_INDEX, randint, stream_key  # noqa: E402
 
 cuda = cuda_module()
 D = bench_gpu.D

@@ -1,7 +1,7 @@
 """JAX comparator for bench_gpu.py: the one-pair-per-step twin run (p1_alg1 / sgd_pair, AUC hinge,
 l2 ball) as ``lax.scan`` over steps and ``vmap`` over replicates, float64, on JAX's default
 device (the GPU when JAX has one).  What a user would write in about 30 lines, plus the counter
-generator of ``stabsim.rng`` written in ``jnp.uint64`` so that every replicate draws the same
+generator of ``stabsim.engine.rng`` written in ``jnp.uint64`` so that every replicate draws the same
 indices as stabsim (the final distances are then checked against ``run_twin``).
 
 Usage: ``python jax_twin_gpu.py IN.npz`` (written by bench_gpu.py: X, y, k, xrep, yrep, keys
@@ -33,7 +33,7 @@ def main(path):
     u64 = jnp.uint64
     golden, m1, m2 = u64(0x9E3779B97F4A7C15), u64(0xBF58476D1CE4E5B9), u64(0x94D049BB133111EB)
 
-    def mix64(v):  # SplitMix64 finaliser, as stabsim.rng.mix64 (uint64 arithmetic wraps)
+    def mix64(v):  # SplitMix64 finaliser, as stabsim.engine.rng.mix64 (uint64 arithmetic wraps)
         v = (v ^ (v >> u64(30))) * m1
         v = (v ^ (v >> u64(27))) * m2
         return v ^ (v >> u64(31))
@@ -61,7 +61,7 @@ def main(path):
 
         def step(carry, t):
             w, wp, prev = carry
-            if pair:   # (i, j) uniform over ordered pairs i != j (stabsim.rng.pair_ij)
+            if pair:   # (i, j) uniform over ordered pairs i != j (stabsim.engine.rng.pair_ij)
                 i = randint(key, 2 * t, n)
                 j = randint(key, 2 * t + 1, n - 1)
                 j = jnp.where(j >= i, j + 1, j)

@@ -15,7 +15,7 @@ import math
 import numpy as np
 from numba import njit
 
-from stabsim.rng import randint
+from stabsim.engine.rng import randint
 
 
 @njit(cache=True, inline="always")

@@ -19,8 +19,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from stabsim.losses import pair_loss_grad
-from stabsim.rng import STREAM_NOISE, normal, stream_key
+from stabsim.engine.losses import pair_loss_grad
+from stabsim.engine.rng import STREAM_NOISE, normal, stream_key
 
 
 @njit(cache=True)

@@ -6,7 +6,7 @@
     python benchmarks/profile_sampled.py --samples DIR      # tally samples kept with --keep again
 
 ``profile_suite.py`` (cProfile) no longer sees the kernels: the twin kernel runs in a helper
-thread that a signal can stop (``stabsim._signals.call_interruptible``), so cProfile, which follows
+thread that a signal can stop (``stabsim.runtime.signals.call_interruptible``), so cProfile, which follows
 one thread, books its time as a lock wait of the main thread.  This script samples instead, from
 outside the process: for each study, two processes under ``py-spy record --threads --nonblocking``
 (100 samples a second; a thread that sleeps or waits is not sampled; the process is never paused,
@@ -22,7 +22,7 @@ that called it.  So the stabsim categories below are named after where that line
 kernels called from there plus that code's own Python (small: the Python-heavy work shows as
 numpy, xarray, matplotlib and so on, whose frames are innermost):
 
-* **twin kernel**: ``stabsim/_signals.py`` (the helper thread) and ``stabsim/kernels/twin.py``;
+* **twin kernel**: ``stabsim/runtime/signals.py`` (the helper thread) and ``stabsim/kernels/twin.py``;
 * **stabsim: risk / ERM**, **stabsim: P3 GIGA / regret**, **stabsim: P1 Table 1 baselines**,
   **stabsim: privacy**, **stabsim: data sampling**, **stabsim: other**, by the file;
 * **start-up (imports)** for Python's import machinery;
@@ -59,9 +59,9 @@ STABSIM_FILES = (
     ("stabsim: risk / ERM", ("stabsim/risk/", "stabsim/kernels/risk", "stabsim/kernels/allpairs")),
     ("stabsim: P3 GIGA / regret", ("stabsim/kernels/giga", "stabsim/kernels/regret", "stabsim/experiments/p3_giga",
                                    "stabsim/privacy/algorithms/p3_pairwise_giga")),
-    ("stabsim: P1 Table 1 baselines", ("stabsim/baselines.py", "stabsim/kernels/baselines")),
+    ("stabsim: P1 Table 1 baselines", ("stabsim/engine/p1_baselines.py", "stabsim/kernels/baselines")),
     ("stabsim: privacy", ("stabsim/privacy/",)),
-    ("stabsim: data sampling", ("stabsim/synthetic", "stabsim/rng.py", "stabsim/datasets")),
+    ("stabsim: data sampling", ("stabsim/synthetic", "stabsim/engine/rng.py", "stabsim/datasets")),
     ("stabsim: other", ("stabsim/",)),
 )
 START_UP = "start-up (imports)"
@@ -69,7 +69,7 @@ START_UP = "start-up (imports)"
 
 def _file(frame: str) -> str:
     """The file of a py-spy frame ``function (path:line)``, as ``/path`` (py-spy shortens a
-    package's path to ``numba/core/ir.py``, the project's to ``stabsim/twin.py``)."""
+    package's path to ``numba/core/ir.py``, the project's to ``stabsim/engine/twin_runs.py``)."""
     path = frame.rsplit("(", 1)[-1].rstrip(")").rsplit(":", 1)[0]
     return path if path.startswith("/") else "/" + path
 

@@ -13,7 +13,7 @@ Markdown report with
 
 Categories go by the file a function is defined in.  A numba kernel is a C-level callable that
 cProfile does not list, so its run time is charged to the Python function that calls it: the
-"simulation" category (``stabsim/twin.py``, ``stabsim/kernels/``, ``stabsim/privacy/algorithms/``,
+"simulation" category (``stabsim/engine/twin_runs.py``, ``stabsim/kernels/``, ``stabsim/privacy/algorithms/``,
 ``stabsim/experiments/``) is kernels plus their Python drivers.  ``numba`` is compilation and
 dispatch (a cold cache compiles the kernels once, about 75 s).  The numbers are for the machine
 and load of the run; they are measurements, never asserted.
@@ -36,16 +36,16 @@ HERE = Path(__file__).resolve().parent
 #: (category, substrings of the defining file's path), first match wins.
 CATEGORIES = (
     ("numba compile / dispatch", ("/numba/", "/llvmlite/")),
-    ("simulation (kernels + drivers)", ("stabsim/twin.py", "stabsim/kernels/", "stabsim/privacy/algorithms/",
-                                        "stabsim/experiments/", "stabsim/search.py", "stabsim/elastic.py",
-                                        "stabsim/rademacher.py", "stabsim/baselines.py")),
+    ("simulation (kernels + drivers)", ("stabsim/engine/twin_runs.py", "stabsim/kernels/", "stabsim/privacy/algorithms/",
+                                        "stabsim/experiments/", "stabsim/engine/neighbour_search.py", "stabsim/engine/elastic.py",
+                                        "stabsim/engine/rademacher.py", "stabsim/engine/p1_baselines.py")),
     ("risk / ERM certificates", ("stabsim/risk/",)),
-    ("statistics (CIs, bootstrap, rate fits)", ("stabsim/measures.py", "stabsim/rates.py", "stabsim/verdict",
+    ("statistics (CIs, bootstrap, rate fits)", ("stabsim/engine/measures.py", "stabsim/judging/rates.py", "stabsim/verdict",
                                                 "stabsim/analyses/overlay_measure.py")),
     ("privacy accounting", ("stabsim/privacy/", "dp_accounting")),
-    ("plotting (matplotlib)", ("matplotlib", "stabsim/plots.py", "/PIL/")),
-    ("storage (xarray, netCDF, HDF5)", ("xarray", "h5netcdf", "h5py", "netCDF", "stabsim/store.py",
-                                        "stabsim/atomic_files.py",
+    ("plotting (matplotlib)", ("matplotlib", "stabsim/judging/plots.py", "/PIL/")),
+    ("storage (xarray, netCDF, HDF5)", ("xarray", "h5netcdf", "h5py", "netCDF", "stabsim/study/store.py",
+                                        "stabsim/runtime/atomic_files.py",
                                         "stabsim/study/assembly.py")),
     ("dask", ("/dask/", "/distributed/")),
     ("scipy", ("/scipy/",)),
@@ -100,7 +100,7 @@ def by_category(stats: pstats.Stats) -> dict[str, float]:
 def run(profile: str | None, out: str, prof_path: Path) -> tuple[dict, float]:
     """Run the suite under cProfile, timing each study's run and analysis."""
     import stabsim.cli as cli
-    import stabsim.report_study as report_study
+    import stabsim.reporting.analyse as report_study
 
     times: dict[str, dict] = {}
 

@@ -56,9 +56,9 @@ from stabsim import make_problem, run_twin  # noqa: E402
 from stabsim.kernels import allpairs as ap  # noqa: E402
 from stabsim.kernels import allprev as apv  # noqa: E402
 from stabsim.kernels import pair_stats as ps  # noqa: E402
-from stabsim.losses import get_loss  # noqa: E402
-from stabsim.neighbours import as_neighbour, make_neighbours  # noqa: E402
-from stabsim.twin import extend_with_replacements  # noqa: E402
+from stabsim.engine.losses import get_loss  # noqa: E402
+from stabsim.engine.neighbours import as_neighbour, make_neighbours  # noqa: E402
+from stabsim.engine.twin_runs import extend_with_replacements  # noqa: E402
 
 SEED = 0
 DIMS = (10, 100)
@@ -494,7 +494,7 @@ PROBE = textwrap.dedent("""
     t3 = time.perf_counter()
     import numpy as np
     from stabsim.kernels import allpairs as ap
-    from stabsim.losses import get_loss
+    from stabsim.engine.losses import get_loss
     L = get_loss("auc_squared")
     Xe = np.ascontiguousarray(np.vstack([X, X[:1]])); ye = np.r_[y, -y[0]]
     work = np.empty(ap.allpairs_work_size(50)); g = np.zeros(5)

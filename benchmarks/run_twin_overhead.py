@@ -5,7 +5,7 @@ Run from the repository root::
     python benchmarks/run_twin_overhead.py          # about 10 s with numba's cache warm
 
 The workload is bench_lazy_c.py's (P1 Alg. 1, AUC hinge, d = 10, n = 1000, l2 ball, R = 1).  Each
-named step of ``stabsim.twin.run_twin`` (validation, checkpoints, neighbours, the kernel, the
+named step of ``stabsim.engine.twin_runs.run_twin`` (validation, checkpoints, neighbours, the kernel, the
 Dataset) is timed by wrapping the module-level function it calls, at T = 10 (the kernel takes
 microseconds, Python's data stays in the CPU's caches) and at T = 10^6 (the kernel's 30 ms run
 first).  It also counts the garbage collector's runs during the calls, and times the same Dataset
@@ -29,8 +29,8 @@ import numba  # noqa: E402
 import pandas as pd  # noqa: E402
 import xarray as xr  # noqa: E402
 
-import stabsim.twin as st  # noqa: E402
-from stabsim.provenance import provenance  # noqa: E402
+import stabsim.engine.twin_runs as st  # noqa: E402
+from stabsim.runtime.provenance import provenance  # noqa: E402
 
 PIECES = ("check_Xy", "log_checkpoints", "check_twin_memory", "kernel_step_sizes", "make_neighbours",
           "mirrored_kidx", "_initial_points", "extend_with_replacements", "replicate_blocks", "_meta",
@@ -39,7 +39,7 @@ CALLS = 25
 
 
 def wrap_pieces() -> dict:
-    """Replace each named function of stabsim.twin by a timed wrapper; returns name -> list of s."""
+    """Replace each named function of stabsim.engine.twin_runs by a timed wrapper; returns name -> list of s."""
     spent = {name: [] for name in PIECES}
     for name in PIECES:
         def timed(*a, _f=getattr(st, name), _spent=spent[name], **k):

@@ -8,7 +8,7 @@ one JSON line: RSS before, the step's peak (VmHWM), RSS after, wall and CPU seco
 peak minus the RSS before it is what the step itself added.  Linux only.  Because the mark is
 reset, ``/usr/bin/time``'s maximum RSS of such a run is not the run's peak: take the largest
 ``hwm`` of the file, or time an unrecorded run.  The warm-up's compile workers and the privacy
-ledger's background process are other processes (their peaks: ``python -m stabsim.warmup`` under
+ledger's background process are other processes (their peaks: ``python -m stabsim.compile.warmup`` under
 ``/usr/bin/time``).  Measurements, never asserted.
 """
 
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(__doc__)
         return 2
-    import stabsim.report_study as report_study
+    import stabsim.reporting.analyse as report_study
     from stabsim import cli
 
     log = open(argv[0], "w")

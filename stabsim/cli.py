@@ -23,7 +23,7 @@ checkout), else the package data folder ``stabsim/data/studies``
 existing dask cluster).  Results are bit-identical in every mode.  An interrupted run
 (Ctrl-C, kill) keeps its finished chunks: run the same command again to resume.
 
-``--backend``: where the twin kernels run, ``cpu``, ``cuda`` or ``auto`` (``stabsim.backend``;
+``--backend``: where the twin kernels run, ``cpu``, ``cuda`` or ``auto`` (``stabsim.engine.backend``;
 overrides the study's ``[run] backend``, default ``cpu``).  The backends agree only to
 rounding, so a resume refuses chunks of another backend (docs/reliability.md).
 ``stabsim audit ... --backend`` does the same for an audit's runs.
@@ -33,9 +33,9 @@ Bad input ends with a one-line ``stabsim: error: ...`` and exit status 2 (set
 scheduler's wall-time limit) with 143, both within about a second, even mid-chunk, after
 saying how to resume.
 
-Other modules behind two commands: ``stabsim report`` calls ``stabsim.report.report(out_dir)``
+Other modules behind two commands: ``stabsim report`` calls ``stabsim.reporting.report.report(out_dir)``
 (``report`` below, a list of the studies in the folder and the state of their results, is what
-it prints only if ``stabsim.report`` cannot be imported); ``stabsim audit ARGS`` calls
+it prints only if ``stabsim.reporting.report`` cannot be imported); ``stabsim audit ARGS`` calls
 ``stabsim.privacy.audit_cli.main(ARGS) -> int`` (ARGS: the list of arguments after ``audit``).
 """
 
@@ -52,13 +52,13 @@ import time
 import tomllib
 from pathlib import Path
 
-from ._signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
-from .backend import BACKENDS
-from .thread_pools import configure_thread_pools
-from .resources import freeze_long_lived, limit_malloc_arenas, release_freed_memory
-from .registry import did_you_mean
-from .study import Executor, StudyError, default_studies_dir, load_study, run_study, study_index
-from .study.lane import StudyLane, failure_text, take_studies
+from stabsim.runtime.signals import exit_status, raise_if_interrupted, sigterm_as_interrupt
+from stabsim.engine.backend import BACKENDS
+from stabsim.runtime.thread_pools import configure_thread_pools
+from stabsim.runtime.resources import freeze_long_lived, limit_malloc_arenas, release_freed_memory
+from stabsim.registry import did_you_mean
+from stabsim.study import Executor, StudyError, default_studies_dir, load_study, run_study, study_index
+from stabsim.study.lane import StudyLane, failure_text, take_studies
 
 
 class _Parser(argparse.ArgumentParser):
@@ -95,11 +95,11 @@ def cmd_list(args) -> int:
 
 def optional_packages(path) -> dict[str, bool]:
     """{pip name: installed?} of the optional packages the data sets named in a study file need
-    (any string value of the study that is a stabsim.datasets name)."""
+    (any string value of the study that is a stabsim.engine.real_datasets name)."""
     import importlib.util
     import tomllib
 
-    from . import datasets
+    from stabsim.engine import real_datasets as datasets
 
     def strings(v):
         if isinstance(v, str):
@@ -158,14 +158,14 @@ def resolve_studies(names, studies_dir: Path) -> list[Path]:
     return out
 
 
-#: a run of this many studies (or 'suite') first compiles the recorded kernels in parallel (stabsim.warmup)
+#: a run of this many studies (or 'suite') first compiles the recorded kernels in parallel (stabsim.compile.warmup)
 WARM_STUDIES = 5
 
 
 def cmd_run(args) -> int:
-    from .registry import load_builtin
+    from stabsim.registry import load_builtin
 
-    limit_malloc_arenas()   # one heap for all threads: a long run keeps less memory it freed (stabsim.resources)
+    limit_malloc_arenas()   # one heap for all threads: a long run keeps less memory it freed (stabsim.runtime.resources)
     load_builtin()  # the built-in study kinds and checks
 
     plugins = _load_plugins(args)
@@ -185,15 +185,15 @@ def cmd_run(args) -> int:
     t0 = time.perf_counter()
     analyse = None
     if not args.no_analyse:
-        from .report_study import analyse
+        from stabsim.reporting.analyse import analyse
     failures: dict[str, str] = {}
-    configure_thread_pools()   # numba's threads and BLAS's would spin against each other (stabsim.thread_pools)
+    configure_thread_pools()   # numba's threads and BLAS's would spin against each other (stabsim.runtime.thread_pools)
     if "suite" in args.study or len(specs) >= WARM_STUDIES:  # compile on every core first, once per version
-        from .warmup import warm
+        from stabsim.compile.warmup import warm
 
         warm(log=lambda m: print(m, file=sys.stderr))
     elif args.backend in (None, "cpu"):   # a few studies: their (CPU) kernels, or an alike built-in study's, first
-        from .study.warm import study_likeness, warm_studies
+        from stabsim.study.warm import study_likeness, warm_studies
 
         warm_studies(ids, log=lambda m: print(m, file=sys.stderr),
                      like={s.id: study_likeness(s.kind, s.sections) for s in specs})
@@ -202,13 +202,13 @@ def cmd_run(args) -> int:
     reporting = (args.report is not None or "suite" in args.study) and analyse is not None
     ledger = None
     if reporting:   # the report's privacy ledger, accounted while the studies run
-        from .privacy import prefetch
+        from stabsim.privacy import prefetch
 
         ledger = prefetch.start({s.id: s.profile for s in specs}, log=lambda m: print(m, file=sys.stderr))
-    # many studies: each analysed in a worker process while the next computes (stabsim.report_background)
+    # many studies: each analysed in a worker process while the next computes (stabsim.reporting.background)
     background = None
     if analyse is not None and len(specs) >= WARM_STUDIES:
-        from .report_background import BackgroundAnalyses
+        from stabsim.reporting.background import BackgroundAnalyses
 
         background = BackgroundAnalyses.start(plugins)
     run_kw = dict(force=args.force, keep_chunks=args.keep_chunks, resume_hint=hint,
@@ -218,7 +218,7 @@ def cmd_run(args) -> int:
         if len(specs) >= WARM_STUDIES else None
     with Executor(args.scheduler) as ex, background or contextlib.nullcontext(), lane or contextlib.nullcontext():
         for spec, from_lane in take_studies(specs, lane):  # each study is analysed as soon as it finishes
-            raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim._signals)
+            raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim.runtime.signals)
             r, failure = from_lane or (None, None)
             try:
                 if from_lane is None:
@@ -244,7 +244,7 @@ def cmd_run(args) -> int:
     # or --out/reports for a quick run; never over a report of another profile unless --overwrite-report
     raise_if_interrupted()
     if reporting:
-        from .report import report as write_report
+        from stabsim.reporting.report import report as write_report
 
         if ledger is not None:
             ledger.wait(log=lambda m: print(m, file=sys.stderr))
@@ -290,13 +290,13 @@ def _print_verdicts(analysed) -> None:
         print(f"  -> {Path(study_dir) / 'summary.md'}: {verdicts or 'no verdicts'}")
 
 
-# ---- report (fallback without stabsim.report) ----------------------------------------------
+# ---- report (fallback without stabsim.reporting.report) ----------------------------------------------
 
 def report(out_dir) -> str:
     """The studies in ``out_dir`` and the state of their results, one line each.
 
-    ``stabsim report`` prints this only when ``stabsim.report`` cannot be imported; otherwise
-    it writes the full report (``stabsim.report.report``: findings, verdicts, figures).
+    ``stabsim report`` prints this only when ``stabsim.reporting.report`` cannot be imported; otherwise
+    it writes the full report (``stabsim.reporting.report.report``: findings, verdicts, figures).
     """
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
@@ -329,7 +329,7 @@ def _load_plugins(args) -> list[str]:
     names = [m.strip() for v in (getattr(args, "plugins", None) or []) for m in v.split(",") if m.strip()]
     if not names:
         return []
-    from .registry.plugins import PluginError, load_plugins
+    from stabsim.registry.plugins import PluginError, load_plugins
 
     if "" not in sys.path:  # like `python -m`: a plugin in the current folder is found
         sys.path.insert(0, "")
@@ -346,9 +346,9 @@ def cmd_report(args) -> int:
                        "(default: out)")
     fn = report
     try:
-        fn = importlib.import_module("stabsim.report").report
+        fn = importlib.import_module("stabsim.reporting.report").report
     except ModuleNotFoundError as e:
-        if e.name not in ("stabsim.report",):
+        if e.name not in ("stabsim.reporting.report",):
             raise
     reports = getattr(args, "reports", None)
     print(fn(args.dir, reports, overwrite=args.overwrite_report) if fn is not report else fn(args.dir))
@@ -358,7 +358,7 @@ def cmd_report(args) -> int:
 # ---- audit (hook) -------------------------------------------------------------------------------
 
 def cmd_audit(args) -> int:
-    from .privacy.audit_cli import main
+    from stabsim.privacy.audit_cli import main
 
     return int(main(list(args.args)) or 0)
 
@@ -366,8 +366,8 @@ def cmd_audit(args) -> int:
 # ---- privacy ledger -----------------------------------------------------------------------------
 
 def cmd_privacy(args) -> int:
-    from .privacy import ledger as L
-    from .privacy.errors import InfeasiblePrivacyParameters
+    from stabsim.privacy import ledger as L
+    from stabsim.privacy.errors import InfeasiblePrivacyParameters
 
     if args.algorithm == "suite":
         rows = L.ledger_rows_for_suite(args.studies)
@@ -410,7 +410,7 @@ def cmd_privacy(args) -> int:
 # ---- main ---------------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import __version__
+    from stabsim import __version__
 
     p = _Parser(prog="stabsim", description="Twin-trajectory simulations that check learning-theory bounds.")
     p.add_argument("--version", action="version", version=f"stabsim {__version__}",

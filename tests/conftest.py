@@ -19,13 +19,13 @@ settings.load_profile("stabsim")
 
 
 def pytest_sessionstart(session):
-    """Compile the kernels the suite records on every core first (stabsim.warmup: once per source
+    """Compile the kernels the suite records on every core first (stabsim.compile.warmup: once per source
     version; the tests then load most of what they compile from numba's on-disk cache), with BLAS
     on one thread as in `stabsim run`."""
-    from stabsim.thread_pools import configure_thread_pools
-    from stabsim.warmup import warm
+    from stabsim.runtime.thread_pools import configure_thread_pools
+    from stabsim.compile.warmup import warm
 
-    configure_thread_pools()   # as `stabsim run` does (stabsim.thread_pools)
+    configure_thread_pools()   # as `stabsim run` does (stabsim.runtime.thread_pools)
     warm()
 
 

@@ -6,7 +6,7 @@ so a test can feed the reference the same randomness the numba kernel draws, and
 on S and on S' (built here by copying the data and replacing one row) separately.
 
 Losses and projections are re-implemented here from their definitions (the papers,
-P0-P4), independently of ``stabsim.losses`` / ``stabsim.constraints``.
+P0-P4), independently of ``stabsim.engine.losses`` / ``stabsim.engine.constraints``.
 Iterates use P1's numbering (w_0 the initial point, step t produces w_t) unless a
 docstring says otherwise.
 """
@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from stabsim import rng
+from stabsim.engine import rng
 
 
 # ---- losses (value, gradient) from their definitions ----------------------------------------
@@ -36,7 +36,7 @@ def phi(name, m, q=2.0):
 
 
 def pair_loss(loss, w, xa, ya, xb, yb, q=2.0):
-    """f(w; z_a, z_b) and its gradient for the pairwise losses of ``stabsim.losses``."""
+    """f(w; z_a, z_b) and its gradient for the pairwise losses of ``stabsim.engine.losses``."""
     form, _, ph = loss.partition("_")
     if loss.startswith("auc_ordered_"):
         form, ph = "auc_ordered", loss[len("auc_ordered_"):]

@@ -2,7 +2,7 @@
 
 Each function runs ONE method on ONE training set, written from its source paper in plain
 Python/NumPy (lists for buffers, vector arithmetic, a fresh array per step).  The random
-draws are made with the same ``stabsim.rng`` calls (stream and counter) the kernels use, so
+draws are made with the same ``stabsim.engine.rng`` calls (stream and counter) the kernels use, so
 the test can demand agreement to 1e-12.  Losses and projections are re-implemented here from
 their definitions (``naive.pair_loss`` and ``naive.project``), not taken from stabsim.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 import naive
-from stabsim import rng
+from stabsim.engine import rng
 
 STREAM_RESERVOIR = 101   # the kernels' reservoir stream id (stabsim.kernels.baselines)
 

@@ -2,14 +2,14 @@
 
 Plain Python/NumPy loops, one run per data set (S and S' are run separately, so the
 coupling of the kernels is checked too).  Every random number comes from the same
-``stabsim.rng`` streams and counters as the kernels:
+``stabsim.engine.rng`` streams and counters as the kernels:
 
 * indices: uniform number ``c`` of STREAM_INDEX mapped to {0..n-1} (``randint``);
 * Gaussian noise: normal number ``c`` of STREAM_NOISE (S' in audits: STREAM_NOISE_PRIME);
 * P3's random points of C: STREAM_BURNIN (8), P1 Alg. 3's phase seeds: STREAM_PHASE (10).
 
 The losses and projections are re-implemented here in NumPy (not taken from
-``stabsim.losses``), so the kernels' loss code is checked as well.
+``stabsim.engine.losses``), so the kernels' loss code is checked as well.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from stabsim import rng
+from stabsim.engine import rng
 
 STREAM_BURNIN = 8
 STREAM_PHASE = 10

@@ -16,14 +16,14 @@ from stabsim.analyses.p0_measures import quantile_measure, stack_n
 from stabsim.analyses.p0_measures import overlay as p0_overlay
 from stabsim.analyses.p0_stability import _G, _overlay as _p0_overlay
 from stabsim.analyses.p1_common import bound_keys, overlay_figure
-from stabsim.measures import (REPLICATE, empirical_quantile_index, mean_ci, onavg_stability,
+from stabsim.engine.measures import (REPLICATE, empirical_quantile_index, mean_ci, onavg_stability,
                               order_statistic_ci_indices, uas_mean)
 from stabsim.setups.constants import cell_constants
 from stabsim.setups.p0 import M_AUC_HINGE
 from stabsim.setups.p0 import reference_point as _reference_point
 from stabsim.setups.p4 import constants as _p4_constants
 from stabsim.registry import twin_problem
-from stabsim.verdicts import check_bound
+from stabsim.judging.rules import check_bound
 
 
 def _opt_values(sub):
@@ -45,7 +45,7 @@ def _p4_setting(params, extra=""):
 
 
 def _p4_overlay(res, name, measure, bounds, verdicts, params, extra="", x=None):
-    from stabsim.plots import plot_bound_overlay
+    from stabsim.judging.plots import plot_bound_overlay
     from stabsim.theory import get
 
     fig = plot_bound_overlay(measure, [(get(k), v) for k, v in bounds], verdicts=verdicts, x=x,
@@ -209,7 +209,7 @@ def p1_opt_hp(spec, ds) -> CheckResult:
         c = cell_constants(params)
         if not math.isfinite(c["radius"]):
             raise ValueError("Thm 7(a) needs a bounded loss: give a constraint l2:R")
-        from stabsim.losses import get_loss
+        from stabsim.engine.losses import get_loss
         B = 1.0 + get_loss(params["algorithm"]["loss"])._margin_range(c["kappa"], c["radius"])
         eta = constant_eta(params)
         t = measure["t"].values.astype(float)

@@ -2,7 +2,7 @@
 
 The reference is the definition: F_S(w) = 1/(n(n-1)) sum_{i != j} f(w; z_i, z_j) (P2 Alg. 1)
 with f evaluated pair by pair by ``naive.pair_loss`` (written from the losses' definitions,
-independently of stabsim.losses), on S and on S' built by copying the data and replacing
+independently of stabsim.engine.losses), on S and on S' built by copying the data and replacing
 one row (``naive.replaced``).  Tolerance 1e-10 relative (the issue's requirement): the fast
 paths reorder sums of O(n^2) terms of size O(1), so double rounding gives ~1e-13.
 """
@@ -16,7 +16,7 @@ import naive as nv
 from stabsim.kernels import allpairs as ap
 from stabsim.kernels import allprev as apv
 from stabsim.kernels import pair_stats as ps
-from stabsim.losses import get_loss
+from stabsim.engine.losses import get_loss
 
 TOL = 1e-10
 
@@ -362,9 +362,10 @@ def test_drop_in_for_full_batch_step(loss):
     """P2 Alg. 1 twin run with allpairs_grad in place of the FULL_BATCH double loop (the wiring
     the kernel will use) reproduces run_twin(algorithm="p2_alg1") step for step: same final
     ||w_T - w'_T|| and cumulative loss, with the kernel's shared noise sigma normal(key, t d + c)."""
-    from stabsim import rng, run_twin
-    from stabsim.neighbours import as_neighbour, make_neighbours
-    from stabsim.twin import extend_with_replacements
+    from stabsim import run_twin
+    from stabsim.engine import rng
+    from stabsim.engine.neighbours import as_neighbour, make_neighbours
+    from stabsim.engine.twin_runs import extend_with_replacements
 
     r = np.random.default_rng(10)
     n, d, T, eta, sigma, R = 15, 3, 6, 0.3, 0.2, 3

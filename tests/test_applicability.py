@@ -1,5 +1,5 @@
 """A bound is only compared where its theorem applies: the structured assumptions of every
-registered bound (``stabsim.theory.assumptions``), ``stabsim.applicability.check_applicable``, and
+registered bound (``stabsim.theory.assumptions``), ``stabsim.judging.applicability.check_applicable``, and
 the refusal at load time of a study that compares a bound with runs outside them (unless it opts
 in with ``outside_assumptions``, and then every row of that bound is qualified).  Nothing here runs
 a kernel."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from stabsim.algorithms import ALGORITHMS, OUTPUTS
-from stabsim.applicability import OUTSIDE, check_applicable, study_mismatches
-from stabsim.losses import LOSSES
+from stabsim.engine.algorithm_specs import ALGORITHMS, OUTPUTS
+from stabsim.judging.applicability import OUTSIDE, check_applicable, study_mismatches
+from stabsim.engine.losses import LOSSES
 from stabsim.registry import load_builtin
 from stabsim.study import StudyError, load_study, parse_study
 from stabsim.theory import get, list_bounds
@@ -242,8 +242,8 @@ def test_overlay_needs_every_cell_a_kinds_check_one():
 
 def test_rows_of_a_bound_used_outside_its_assumptions_are_qualified():
     from stabsim.analyses.base import CheckResult
-    from stabsim.report_study import _mark_outside
-    from stabsim.verdict_core import Verdict
+    from stabsim.reporting.analyse import _mark_outside
+    from stabsim.judging.verdict import Verdict
 
     spec = parse_study(_file(P4_FILE, bounds_extra="outside_assumptions = true"))
     res = CheckResult()
@@ -263,7 +263,7 @@ def test_rows_of_a_bound_used_outside_its_assumptions_are_qualified():
 def test_opted_in_overlay_runs_and_its_summary_says_outside(tmp_path):
     """End to end (a tiny run): the opted-in study runs, its row is 'holds (outside the theorem's
     assumptions)' with the mismatches as its explanation, and summary.md shows both."""
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.study import run_study
 
     text = _file(P4_FILE, bounds_extra="outside_assumptions = true").replace("replicates = 8", "replicates = 4\nchunk = 4")
@@ -283,7 +283,7 @@ def test_declared_loss_classes_agree_with_the_losses_constants():
     smooth exactly when its Hoelder exponent is 1; strongly convex / PL never for hinge-type losses."""
     import math
 
-    from stabsim.losses import get_loss
+    from stabsim.engine.losses import get_loss
 
     losses = list(LOSSES.values()) + [get_loss(n, 1.5) for n in ("auc_qhinge", "ranking_qhinge")]
     for loss in losses:

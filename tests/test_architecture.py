@@ -169,3 +169,84 @@ def test_architecture_doc_names_only_existing_paths():
     assert len(paths) >= 20, "docs/architecture.md should name where things are"
     missing = [p for p in sorted(paths) if not (ROOT / p.rstrip("/")).exists()]
     assert not missing, "docs/architecture.md names paths that do not exist: " + ", ".join(missing)
+
+
+# ---------------------------------------------------------------------------------------------
+# Floors.  A module imports (at module level or inside a function) only modules of its own floor
+# or of lower floors; the longest matching prefix decides a module's floor.  docs/architecture.md
+# draws the same table.
+FLOORS = {
+    "stabsim.compile": 0,            # numba's cache, njit, pipelines, compile-beside, warm-up
+    "stabsim.runtime": 0,            # signals, thread pools, memory/disk, code identity, checksums
+    "stabsim.engine.rng": 1,         # numba maths that the kernels inline
+    "stabsim.engine.losses": 1,
+    "stabsim.engine.constraints": 1,
+    "stabsim.engine.steps": 1,
+    "stabsim.engine.backend": 1,
+    "stabsim.kernels": 2,            # the numba loops
+    "stabsim.engine": 3,             # run_twin, neighbours, data sets, searches
+    "stabsim.risk": 3,
+    "stabsim.privacy": 3,            # accounting, private algorithms, audits
+    "stabsim.theory": 3,             # the bounds
+    "stabsim.judging": 4,            # measures, rates, verdict rules, figures
+    "stabsim.registry": 5,           # kinds, checks, formula bounds; what experiments and analyses share
+    "stabsim.setups": 5,
+    "stabsim.experiments": 6,
+    "stabsim.analyses": 6,
+    "stabsim.study": 7,              # study files, grids, runs, resume, lanes
+    "stabsim.reporting": 8,
+    "stabsim.privacy.ledger": 8,     # reads a report's studies
+    "stabsim.privacy.prefetch": 8,
+    "stabsim.privacy.audit_cli": 8,
+    "stabsim.cli": 9,
+    "stabsim": 9,                    # the package's lazy public API (stabsim/__init__.py)
+}
+# Upward imports that are allowed, each with its reason.  Keep this short.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
+
+
+def floor_of(mod: str) -> int:
+    best = max((p for p in FLOORS if _in(mod, p)), key=len)
+    return FLOORS[best]
+
+
+def _graph(top_level_only: bool) -> dict[str, set[str]]:
+    mods = _modules()
+    # a submodule importing its own package (a re-exported name) is Python's package pattern; the
+    # package's __init__ importing its submodules is an edge like any other
+    return {mod: {d for d in _imports(mod, path, top_level_only) if d != mod and not _in(mod, d)}
+            for mod, path in mods.items()}
+
+
+def test_every_module_has_a_floor_of_its_own():
+    """A new module at the package root must be placed in the table, not fall into the catch-all."""
+    loose = [m for m in _modules() if m.count(".") == 1 and not any(p == m or _in(m, p) for p in FLOORS if p != "stabsim")]
+    assert not loose, "modules at the package root without a floor in FLOORS: " + ", ".join(sorted(loose))
+
+
+def test_no_import_loop_even_inside_functions():
+    cyc = _cycles(_graph(top_level_only=False))
+    assert not cyc, "import loops (function-local imports included):\n" + "\n".join(" <-> ".join(c) for c in cyc)
+
+
+def test_no_upward_import():
+    up = []
+    for mod, deps in _graph(top_level_only=False).items():
+        for d in deps:
+            if floor_of(d) > floor_of(mod) and (mod, d) not in ALLOWED_UPWARD:
+                up.append(f"{mod} (floor {floor_of(mod)}) imports {d} (floor {floor_of(d)})")
+    assert not up, "upward imports:\n" + "\n".join(sorted(up))
+
+
+def test_the_floor_rule_sees_a_violation(tmp_path):
+    fake = tmp_path / "x.py"
+    fake.write_text("def f():\n    from stabsim.study import run\n")
+    imps = _imports("stabsim.kernels.twin", fake, top_level_only=False)
+    assert "stabsim.study" in imps and floor_of("stabsim.study") > floor_of("stabsim.kernels.twin")
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_architecture_doc_draws_every_floor():
+    doc = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    missing = [p for p in FLOORS if p != "stabsim" and f"`{p.replace('.', '/')}" not in doc]
+    assert not missing, "docs/architecture.md does not place: " + ", ".join(missing)

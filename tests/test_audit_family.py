@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from stabsim.losses import get_loss
+from stabsim.engine.losses import get_loss
 from stabsim.privacy.audit_designs import worst_case_design
 from stabsim.privacy.audit_family import (StepMixture, _lam, family_fit, family_means,
                                           poisson_gaussian_epsilon, step_mixture)

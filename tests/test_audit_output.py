@@ -166,7 +166,7 @@ def test_study_rows_have_power_per_threat_model(tmp_path):
     them with their own power verdict."""
     from pathlib import Path
 
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.study import run_study
     from stabsim.study.spec import load_study
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from stabsim import make_problem
-from stabsim.losses import get_loss
+from stabsim.engine.losses import get_loss
 from stabsim.privacy import audit_runner as ar
 from stabsim.privacy import algorithms as pa
 

@@ -9,7 +9,7 @@ import pytest
 from scipy.special import logsumexp
 
 from naive_private import loss_grad
-from stabsim.losses import get_loss
+from stabsim.engine.losses import get_loss
 from stabsim.privacy.audit_designs import worst_case_design
 from stabsim.privacy.audit_gdp import gdp_audit, gdp_epsilon_lower, mu_from_rates
 from stabsim.privacy.audit_runner import accountant_epsilon_for, run_audit

@@ -1,4 +1,4 @@
-"""The backend (``stabsim.backend``) through the study engine, the CLI and the audits: ``[run] backend`` and
+"""The backend (``stabsim.engine.backend``) through the study engine, the CLI and the audits: ``[run] backend`` and
 ``--backend``; one concrete backend per run ("auto" resolved once, in this process); every
 ``run_twin`` of a chunk (a neighbour search's, an audit's) on it; ``chunk_backend`` on every chunk
 and ``study_backend`` in data.nc; and nothing mixed: a resume never combines chunks of two
@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 import xarray as xr
 
-import stabsim.backend as backend
-import stabsim.twin as twin
-from stabsim.backend import default_backend
+import stabsim.engine.backend as backend
+import stabsim.engine.twin_runs as twin
+from stabsim.engine.backend import default_backend
 from stabsim.cli import build_parser
 from stabsim.privacy import audit_runner as ar
 from stabsim.privacy.audit_cli import build_parser as audit_parser
 from stabsim.registry import KINDS, register_kind
-from stabsim.store import StudyDir, open_chunk, write_chunk_file
+from stabsim.study.store import StudyDir, open_chunk, write_chunk_file
 from stabsim.study import OtherBackend, StudyError, load_study, parse_study, run_study
 from stabsim.study import execution as study_execution
 from stabsim.study.execution import _compute_chunk
@@ -61,7 +61,7 @@ def spy_run_twin_backend(monkeypatch) -> list:
 def fake_backend(path, name, device="a faked GPU"):
     """Rewrite a stored chunk's backend attrs as that backend would have written them (values and
     checksums consistent: the attrs checksum is part of a written chunk); None: an old chunk."""
-    from stabsim.store import attrs_sha256
+    from stabsim.study.store import attrs_sha256
 
     ds = open_chunk(path)
     for key in ("chunk_backend", "chunk_device"):

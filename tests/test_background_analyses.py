@@ -1,4 +1,4 @@
-"""stabsim.report_background: a run of many studies analyses each in a worker process while the
+"""stabsim.reporting.background: a run of many studies analyses each in a worker process while the
 next computes; what the analyses write is what they write in place, results come back in the
 studies' order, an analysis error reaches the caller, an interrupt stops the worker."""
 
@@ -9,7 +9,7 @@ import multiprocessing
 
 import pytest
 
-from stabsim.report_background import INLINE_ENV, BackgroundAnalyses
+from stabsim.reporting.background import INLINE_ENV, BackgroundAnalyses
 from stabsim.cli import WARM_STUDIES, main
 
 # five cheap built-in studies (quick profile): enough for `stabsim run` to analyse in the background
@@ -52,7 +52,7 @@ def test_background_analyses_write_what_inline_ones_write(tmp_path, capsys, monk
 
     # All five handed over at once and then waited for: the waiting ones go to a second worker
     # (FINISH_MIN = 3), and the results are still those of the analyses in place, in order.
-    import stabsim.report_background as B
+    import stabsim.reporting.background as B
 
     before = {sid: json.loads((tmp_path / "inline" / sid / "analysis.json").read_text())["rows"]
               for sid in STUDIES}
@@ -85,7 +85,7 @@ def test_the_report_redoes_an_analysis_left_older_than_its_data(tmp_path, capsys
     than data.nc) is analysed anew by the report, not read as it is."""
     import os
 
-    from stabsim.report import collect
+    from stabsim.reporting.report import collect
 
     monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
     assert main(["run", "p0_thm1", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0

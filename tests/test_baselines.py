@@ -9,8 +9,8 @@ import pytest
 import scipy.stats
 
 import naive_baselines as nb
-from stabsim import rng
-from stabsim.baselines import METHODS, run_method
+from stabsim.engine import rng
+from stabsim.engine.p1_baselines import METHODS, run_method
 from stabsim.kernels.baselines import STREAM_RESERVOIR
 
 SEED = 5
@@ -43,7 +43,7 @@ def test_reservoir_stream_differs_from_engine_streams():
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("radius", [0.4, math.inf])
 def test_kernel_matches_reference(method, radius):
-    """Same data, same stabsim.rng draws: iterates and outputs agree to 1e-12 at every checkpoint
+    """Same data, same stabsim.engine.rng draws: iterates and outputs agree to 1e-12 at every checkpoint
     (the kernel is resumed between checkpoints)."""
     X, y = _data()
     T = 40
@@ -213,7 +213,7 @@ def test_splits_partition_rows():
 
 
 def test_tiny_study_end_to_end(tmp_path):
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.study import parse_study, run_study
 
     text = """

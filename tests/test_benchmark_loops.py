@@ -60,6 +60,6 @@ def test_c_loop_matches_the_kernel_bit_for_bit(c_loop, d, radius):
 
 
 def test_c_stream_key_is_stabsim_rng_key(c_loop):
-    from stabsim import rng
+    from stabsim.engine import rng
     for seed, rep, stream in [(0, 0, rng.STREAM_INDEX), (7, 123, rng.STREAM_NOISE), (2**40, 5, 3)]:
         assert int(c_loop.stream_key(seed, rep, stream)) == int(rng.key(seed, rep, stream))

@@ -1,5 +1,5 @@
 """Two processes adding different signatures of one function to numba's cache at once
-(stabsim._cache, "Saves"): numba's own save can pair one signature's index entry with the other's
+(stabsim.compile.cache, "Saves"): numba's own save can pair one signature's index entry with the other's
 machine code; the serialized save cannot.
 
 The two savers are threads with their own open files: ``fcntl.flock`` locks belong to an open
@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from stabsim import _cache
+from stabsim.compile import cache as _cache
 
 caching = pytest.importorskip("numba.core.caching")
 pytest.importorskip("fcntl")

@@ -13,7 +13,7 @@ import pytest
 from stabsim.analyses import CheckResult
 from stabsim.analyses.base import STAND_IN
 from stabsim.theory import get
-from stabsim.verdicts import bound_slope, check_rate, rate_exponent
+from stabsim.judging.rules import bound_slope, check_rate, rate_exponent
 
 # ---- task 1: nominal exponents, log factors beside them ---------------------------------------
 
@@ -137,7 +137,7 @@ def test_local_slopes_and_profiles():
 # ---- task 5: stand-in rows -------------------------------------------------------------------------
 
 def test_stand_in_row_verdict():
-    from stabsim.verdicts import Verdict
+    from stabsim.judging.rules import Verdict
 
     v = Verdict(key="P1.Table1", quantity="test AUC", tag="REPRO", verdict="consistent", n_replicates=5,
                 level=math.nan)
@@ -151,8 +151,8 @@ def test_stand_in_row_verdict():
 def test_p1_table1_stand_in_rows(tmp_path):
     """digits stands in for usps: its Table 1 row shows the paper's 0.926 for context, verdict stand-in;
     diabetes is the paper's own data: judged."""
-    from stabsim import datasets
-    from stabsim.report_study import analyse
+    from stabsim.engine import real_datasets as datasets
+    from stabsim.reporting.analyse import analyse
     from stabsim.study import parse_study, run_study
 
     assert datasets._resolve("digits").stand_in and not datasets._resolve("diabetes").stand_in

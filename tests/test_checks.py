@@ -1,4 +1,4 @@
-"""End-to-end tests of the analysis framework (stabsim.analyses, stabsim.report, CLI wiring)."""
+"""End-to-end tests of the analysis framework (stabsim.analyses, stabsim.reporting.report, CLI wiring)."""
 
 import dataclasses
 import json
@@ -46,7 +46,7 @@ def test_report_one_row_per_verdict(out):
 
 def test_wrong_bound_is_violated(out, monkeypatch):
     import stabsim.theory as theory
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
 
     sdir = out / "copy" / "p1_thm4_uas"
     shutil.copytree(out / "out" / "p1_thm4_uas", sdir)
@@ -71,7 +71,7 @@ def test_analyse_closes_the_figures_it_opened(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.cli import main
 
     assert main(["run", "p4_thm2_thm5_sigma2", "--quick", "--out", str(tmp_path), "--no-progress",
@@ -93,10 +93,10 @@ def test_figures_drawn_on_demand_are_drawn_saved_and_closed_one_at_a_time(tmp_pa
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    import stabsim.report_study as report_study
+    import stabsim.reporting.analyse as report_study
     from stabsim.analyses.base import CheckResult
     from stabsim.registry import Check
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.cli import main
 
     sid = "p4_thm2_thm5_sigma2"
@@ -113,7 +113,7 @@ def test_figures_drawn_on_demand_are_drawn_saved_and_closed_one_at_a_time(tmp_pa
         raise ValueError("no data to draw")
 
     def check(spec, ds):
-        from stabsim.verdicts import Verdict
+        from stabsim.judging.rules import Verdict
 
         res = CheckResult()
         for k in range(3):
@@ -147,7 +147,7 @@ def test_unknown_check_is_an_error_row(out):
 def test_report_writes_the_verdict_table(out):
     import csv
 
-    from stabsim.report import VERDICT_COLUMNS
+    from stabsim.reporting.report import VERDICT_COLUMNS
 
     assert main(["report", str(out / "out"), "--reports", str(out / "reports")]) == 0
     with (out / "reports" / "verdicts.csv").open() as f:
@@ -188,7 +188,7 @@ def _row(verdict, kind="bound", qualifier="", **kw):
 
 def test_headline_counts_kinds_apart_and_leaves_stand_ins_out():
     from stabsim.analyses.base import STAND_IN
-    from stabsim.report import count_by_kind, theorem_summary
+    from stabsim.reporting.report import count_by_kind, theorem_summary
 
     rows = [_row("holds"), _row("violated"), _row("matches", "rate"), _row("inconclusive", "rate", "curvature"),
             _row(STAND_IN, "reproduction"), _row("holds", "privacy"), _row("holds", "identity")]
@@ -205,8 +205,8 @@ def test_headline_counts_kinds_apart_and_leaves_stand_ins_out():
 def test_stand_in_rows_are_not_judged():
     from stabsim.analyses import CheckResult
     from stabsim.analyses.base import STAND_IN
-    from stabsim.report_study import _row as base_row
-    from stabsim.verdicts import Verdict
+    from stabsim.reporting.analyse import _row as base_row
+    from stabsim.judging.rules import Verdict
 
     res = CheckResult()
     v = Verdict(key="P1.Table1", quantity="test AUC", tag="REPRO", verdict="inconsistent", n_replicates=5,

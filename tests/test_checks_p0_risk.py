@@ -1,4 +1,4 @@
-"""P0 risk / privacy / Rademacher studies (stabsim/{experiments,analyses}/p0_*.py, stabsim/rademacher.py).
+"""P0 risk / privacy / Rademacher studies (stabsim/{experiments,analyses}/p0_*.py, stabsim/engine/rademacher.py).
 
 * The Rademacher estimator against independent computations on tiny cases: exact enumeration of
   E over (anchor, indices, signs) for the linear class, a dense grid search for the hinge-class
@@ -17,8 +17,8 @@ import pytest
 from check_helpers import shrink_bounds, verdicts
 
 import stabsim
-from stabsim.report_study import analyse
-from stabsim.rademacher import (
+from stabsim.reporting.analyse import analyse
+from stabsim.engine.rademacher import (
     exact_sup_auc_hinge_2d,
     rademacher,
     rademacher_avg,

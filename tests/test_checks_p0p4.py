@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from check_helpers import shrink_bounds, verdicts
 
-from stabsim.report_study import analyse
+from stabsim.reporting.analyse import analyse
 from stabsim.study import load_study, run_study
 
 STUDIES = Path(__file__).resolve().parent.parent / "studies"

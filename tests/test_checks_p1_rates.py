@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import stabsim
-from stabsim.report_study import analyse
+from stabsim.reporting.analyse import analyse
 from stabsim.study import load_study, run_study
 
 STUDIES = Path(__file__).resolve().parents[1] / "studies"

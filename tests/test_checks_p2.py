@@ -181,7 +181,7 @@ def _fake(monkeypatch, factor=None, rate=None):
 
 
 def test_wrong_bounds_are_detected(out, monkeypatch):
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
 
     _fake(monkeypatch, factor=1e-6, rate=-5.0)
     rec = analyse(out / "p2_tiny_gd")
@@ -201,7 +201,7 @@ def test_removal_kernel_matches_run_twin():
     row i deleted (same noise stream): an independent check of the exact removal."""
     import stabsim
     from stabsim.kernels.p2_removal import p2_removal_kernel
-    from stabsim.losses import get_loss
+    from stabsim.engine.losses import get_loss
 
     pb = stabsim.make_problem("auc_noisy", d=3)
     X, y = pb.sample(25, seed=5)
@@ -231,7 +231,7 @@ def test_removal_kernel_matches_run_twin():
 def test_metric_pair_values_match_the_loss():
     import stabsim
     from stabsim.experiments.p2_excess_risk import _pair_values
-    from stabsim.losses import get_loss
+    from stabsim.engine.losses import get_loss
 
     lf = get_loss("metric_logistic")
     pb = stabsim.make_problem("metric", d=2, flip=0.1)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stabsim.report_study import analyse
+from stabsim.reporting.analyse import analyse
 from stabsim.study import parse_study, run_study
 
 
@@ -32,9 +32,9 @@ def test_reference_risk_matches_monte_carlo(loss, flip):
     """The closed-form F(w_ref) of _reference (derived by hand) agrees with an independent Monte Carlo
     estimate on a fresh sample within 4 standard errors (+ a tiny absolute slack for F = 0)."""
     from stabsim.setups.p4 import reference as _reference
-    from stabsim.losses import get_loss
+    from stabsim.engine.losses import get_loss
     from stabsim.risk import population_risk
-    from stabsim.synthetic import make_problem
+    from stabsim.engine.synthetic import make_problem
 
     pb = make_problem("auc_separable", d=10, gamma=0.5, rho=0.5, flip=flip)
     lossf = get_loss(loss, 1.5 if loss == "auc_qhinge" else None)
@@ -49,7 +49,7 @@ def test_hinge_reference_is_the_minimiser_along_e1():
     """F(a e1) of the pointwise hinge on auc_separable with flips is minimal at a = 1/gamma (Monte Carlo on a
     common sample: the minimiser of the empirical curve is the grid point next to 1/gamma)."""
     from stabsim.risk import empirical_risk
-    from stabsim.synthetic import make_problem
+    from stabsim.engine.synthetic import make_problem
 
     pb = make_problem("auc_separable", d=10, gamma=0.5, rho=0.5, flip=0.1)
     X, y = pb.sample(200000, 5, 0)
@@ -272,7 +272,7 @@ def test_eps_cells_reuse_the_data_sets_and_give_the_same_numbers(tmp_path, monke
 
     from stabsim.experiments import p4_reproduction as p4r
     from stabsim.registry import KINDS
-    from stabsim.synthetic import Problem
+    from stabsim.engine.synthetic import Problem
 
     text = FIG2.replace("kappa = [0.0]", "kappa = [0.0, 0.1]").replace("replicates = 16\nchunk = 16",
                                                                        "replicates = 6\nchunk = 3")
@@ -333,10 +333,10 @@ def test_the_risk_at_w_star_is_estimated_once_per_problem_and_seed(monkeypatch):
     analysis: computed once per process for each problem, loss, seed and m, and the cached value
     is the estimate itself (equal to a fresh ``population_risk``)."""
     import stabsim.risk
-    from stabsim.losses import get_loss
+    from stabsim.engine.losses import get_loss
     from stabsim.risk import population_risk
     from stabsim.setups import p4 as setup
-    from stabsim.synthetic import make_problem
+    from stabsim.engine.synthetic import make_problem
 
     monkeypatch.setattr(setup, "_W_STAR_RISK", {})
     calls = []

@@ -14,8 +14,11 @@ import early_children
 import numpy as np
 import pytest
 
-from stabsim import compile_beside, rng, run_twin
-from stabsim.kernels import native_call, twin
+from stabsim import run_twin
+from stabsim.compile import beside as compile_beside
+from stabsim.engine import rng
+from stabsim.kernels import twin
+from stabsim.compile import native_call
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -96,7 +99,7 @@ def test_the_helper_imports_no_xarray():
     package's public names are imported on first use (``stabsim.__getattr__``), so it does not
     import xarray and pandas (about 0.3 s); a user's ``stabsim.run_twin`` still works after a bare
     ``import stabsim``, and so does a submodule not imported yet."""
-    code = ("import sys, stabsim.compile_helper, stabsim.kernels.twin\n"
+    code = ("import sys, stabsim.compile.helper, stabsim.kernels.twin\n"
             "print(sorted(m for m in ('xarray', 'pandas') if m in sys.modules))\n"
             "import stabsim\n"
             "print(stabsim.run_twin.__module__, stabsim.theory.__name__, 'run_twin' in dir(stabsim))\n"
@@ -104,7 +107,7 @@ def test_the_helper_imports_no_xarray():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.splitlines() == ["[]", "stabsim.twin stabsim.theory True",
+    assert out.stdout.splitlines() == ["[]", "stabsim.engine.twin_runs stabsim.theory True",
                                        "module 'stabsim' has no attribute 'no_such_name'"]
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from stabsim.analyses.base import CHECK_KINDS, STAND_IN
-from stabsim.report import VERDICT_COLUMNS
-from stabsim.verdicts import SQUARED_QUANTITIES, VACUOUS_TIGHTNESS
+from stabsim.reporting.report import VERDICT_COLUMNS
+from stabsim.judging.rules import SQUARED_QUANTITIES, VACUOUS_TIGHTNESS
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 TABLE = REPORTS / "verdicts.csv"
@@ -128,7 +128,7 @@ def test_vacuous_flag_and_stand_ins(rows):
 
 
 def test_errata_ids_resolve(rows):
-    from stabsim.errata import errata_ids
+    from stabsim.judging.errata import errata_ids
 
     known = errata_ids()
     used = {i for r in rows for i in r["errata_ids"].split()}

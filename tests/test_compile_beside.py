@@ -1,4 +1,4 @@
-"""A kernel compiled in a helper process while this process compiles its callee (stabsim.compile_beside)."""
+"""A kernel compiled in a helper process while this process compiles its callee (stabsim.compile.beside)."""
 
 import os
 import subprocess
@@ -10,13 +10,15 @@ import numpy as np
 import pytest
 from numba import typeof
 
-from stabsim import compile_beside, run_twin
-from stabsim.compile_helper import usable_cores
-from stabsim.kernels import giga, native_call, twin
-from stabsim.losses import AUC
+from stabsim import run_twin
+from stabsim.compile import beside as compile_beside
+from stabsim.compile.helper import usable_cores
+from stabsim.kernels import giga, twin
+from stabsim.compile import native_call
+from stabsim.engine.losses import AUC
 
 TARGET = """
-from stabsim.jit import njit
+from stabsim.compile.jit import njit
 
 
 @njit(cache=True)

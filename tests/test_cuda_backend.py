@@ -24,12 +24,12 @@ import early_children
 import numpy as np
 import pytest
 
-import stabsim.backend as backend
-from stabsim.backend import BackendError, resolve_backend
+import stabsim.engine.backend as backend
+from stabsim.engine.backend import BackendError, resolve_backend
 from stabsim.kernels.twin import FAST_PAIR, FAST_POINT, FAST_PREVIOUS, GENERAL, kernel_kind
-from stabsim.algorithms import get_algorithm
-from stabsim.losses import get_loss
-from stabsim.twin import run_twin
+from stabsim.engine.algorithm_specs import get_algorithm
+from stabsim.engine.losses import get_loss
+from stabsim.engine.twin_runs import run_twin
 
 ON_GPU = os.environ.get("STABSIM_TEST_GPU") == "1"
 #: real GPU: relative agreement of every recorded number (rounding differences, docs/gpu.md)
@@ -275,7 +275,7 @@ def test_use_backend_sets_the_default_for_run_twin():
 
 
 def test_import_stabsim_does_not_import_numba_cuda():
-    code = "import sys, stabsim, stabsim.twin, stabsim.study; print('numba.cuda' in sys.modules)"
+    code = "import sys, stabsim, stabsim.engine.twin_runs, stabsim.study; print('numba.cuda' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "False"
 
@@ -304,7 +304,7 @@ def test_every_kind_compiles_for_the_gpu(monkeypatch):
     from numba import cuda
 
     import stabsim.kernels.twin_cuda as tc
-    import stabsim.twin as st
+    import stabsim.engine.twin_runs as st
 
     # no driver: device functions are compiled for a stated compute capability, arrays stay on the host
     monkeypatch.setattr(cuda_dispatcher, "get_current_device", lambda: types.SimpleNamespace(compute_capability=(9, 0)))

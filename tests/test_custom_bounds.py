@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stabsim.cli import main
-from stabsim.custom_bounds import ExprError, compile_expr, dry_run, representative_values
+from stabsim.theory.custom_bounds import ExprError, compile_expr, dry_run, representative_values
 from stabsim.study import StudyError, load_study, parse_study
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,7 +121,7 @@ def test_custom_bound_registered_idempotently():
     (dict(expr="__import__('os').system('true')"), "not allowed"),
     (dict(expr="G * (1 - t)"), "negative"),
     (dict(expr="G / (t - 1)"), "not finite"),
-    (dict(measure="uas_meen"), r"not a function of stabsim.measures.*Did you mean 'uas_mean'"),
+    (dict(measure="uas_meen"), r"not a function of stabsim.engine.measures.*Did you mean 'uas_mean'"),
     (dict(bounds='"P1.Thm4.uass"'), "unknown bound 'P1.Thm4.uass'"),
     (dict(bounds='"custom.nope"'), "unknown bound 'custom.nope'"),
 ])
@@ -157,7 +157,7 @@ def thm4(tmp_path_factory):
 
 def test_overlay_gives_the_specific_checks_verdict(thm4):
     from reference_checks import p1_uas
-    from stabsim.report_study import _row, load_results
+    from stabsim.reporting.analyse import _row, load_results
 
     spec, ds, _ = load_results(thm4)
     assert spec.check["measure"] == "uas_mean"  # the study now uses the overlay check
@@ -191,7 +191,7 @@ def test_plugin_missing_is_a_clear_error(tmp_path):
 
 def test_plugin_registers_a_bound_and_a_check(monkeypatch, thm4):
     from stabsim.registry import get_check
-    from stabsim.report_study import load_results
+    from stabsim.reporting.analyse import load_results
     from stabsim.registry.plugins import load_plugins, plugin_hashes
 
     monkeypatch.syspath_prepend(str(PLUGINS))
@@ -220,7 +220,7 @@ def _readme_study() -> str:
 
 
 def test_readme_example_runs(tmp_path):
-    from stabsim.synthetic import make_problem
+    from stabsim.engine.synthetic import make_problem
 
     study = _readme_study()
     assert len(study.strip().splitlines()) <= 25

@@ -1,4 +1,4 @@
-"""Real data in a study file: ``[data] file`` / ``[data] dataset`` (stabsim.datafiles) -- bit-identical
+"""Real data in a study file: ``[data] file`` / ``[data] dataset`` (stabsim.engine.user_data) -- bit-identical
 to run_twin on the same arrays, precise errors for malformed files before anything is written, the
 file's hash in the fingerprint."""
 
@@ -9,10 +9,10 @@ import pytest
 import xarray as xr
 
 from stabsim import run_twin
-from stabsim.datafiles import (DataFileError, binary_labels, prepare, read_data_file, stratified_split,
+from stabsim.engine.user_data import (DataFileError, binary_labels, prepare, read_data_file, stratified_split,
                                stratified_subsample)
 from stabsim.study import StudyError, parse_study, run_study
-from stabsim.twin import log_checkpoints
+from stabsim.engine.twin_runs import log_checkpoints
 
 STUDY = """
 [study]
@@ -203,7 +203,7 @@ def test_synthetic_studies_keep_their_sections():
 # ---- (d) a shipped data set ---------------------------------------------------------------------
 
 def test_dataset_diabetes_with_subsample(tmp_path):
-    from stabsim.datasets import load
+    from stabsim.engine.real_datasets import load
 
     spec = study(tmp_path, 'dataset = "diabetes"\nn = 60')
     d = spec.sections["data"]
@@ -249,8 +249,8 @@ def test_label_mapping():
 def test_twin_risk_on_a_csv_uses_the_held_out_split(tmp_path):
     """kind twin_risk with [data] file + test_fraction: F_S on the training rows, F on the held-out
     rows (a U-statistic over their pairs), both equal to a direct computation on the arrays that
-    stabsim.datafiles.prepare gives; the generalization overlay (P1 Thm 4) runs on it."""
-    from stabsim.report_study import analyse
+    stabsim.engine.user_data.prepare gives; the generalization overlay (P1 Thm 4) runs on it."""
+    from stabsim.reporting.analyse import analyse
     from stabsim.risk import empirical_risk
 
     X, y01 = make_xy(n=60)

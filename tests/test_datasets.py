@@ -1,4 +1,4 @@
-"""Real-data loaders (stabsim.datasets), the LIBSVM reader and check_Xy.
+"""Real-data loaders (stabsim.engine.real_datasets), the LIBSVM reader and check_Xy.
 
 Expected shapes and class counts are the ones documented by the original sources (UCI .names /
 .doc files, scikit-learn and mlxtend docs), typed in here independently of the catalogue.
@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from stabsim import datasets
-from stabsim.validation import check_Xy
+from stabsim.engine import real_datasets as datasets
+from stabsim.engine.validation import check_Xy
 
 SHIPPED_SHA256 = {
     "diabetes.libsvm": "419ba20be4862fc53a6fe92e55a84a53ae0075df06632c07592a17d619b5cb23",

@@ -1,12 +1,13 @@
-"""Tests for stabsim.elastic: P2 Def. 6 / Eq. 4 / Lemma 1 and P1 Thm 8/9 helpers."""
+"""Tests for stabsim.engine.elastic: P2 Def. 6 / Eq. 4 / Lemma 1 and P1 Thm 8/9 helpers."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from stabsim import elastic, risk
-from stabsim.losses import get_loss
-from stabsim.synthetic import make_problem
+from stabsim import risk
+from stabsim.engine import elastic
+from stabsim.engine.losses import get_loss
+from stabsim.engine.synthetic import make_problem
 
 PB = make_problem("auc_noisy", d=3, flip=0.0, rho=1.0)  # separable along e_1: needs reg > 0
 PB_NOISY = make_problem("auc_noisy", d=3)  # 10% label flips: ERM exists with reg = 0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import stabsim
-from stabsim import rng
+from stabsim.engine import rng
 
 import naive
 
@@ -298,7 +298,7 @@ def test_fast_kernels_give_the_same_numbers_as_the_general_path(monkeypatch, alg
               neighbour="flip", sigma=sigma, independent_noise=indep, output=output, record_outputs=True,
               w_ref=np.array([0.1, -0.2, 0.3]), checkpoints=[1, 2, 7, 20, 35])
     fast = stabsim.run_twin(X, y, **kw)
-    monkeypatch.setattr(stabsim.twin, "twin_kernel", functools.partial(kt.twin_kernel, kind=kt.GENERAL))
+    monkeypatch.setattr(stabsim.engine.twin_runs, "twin_kernel", functools.partial(kt.twin_kernel, kind=kt.GENERAL))
     general = stabsim.run_twin(X, y, **kw)
     assert kt.kernel_kind(kt.PREVIOUS if alg.startswith("p1") else
                           (kt.POINTWISE if alg == "p4_alg1" else kt.UNIFORM_PAIR), 1,
@@ -325,7 +325,7 @@ def test_constant_step_stored_as_one_number_gives_the_same_numbers(alg, output):
     X, y = _data(n=12, labels="pm")
     kw = dict(algorithm=alg, loss="auc_hinge", T=200, replicates=3, seed=SEED, neighbour="flip",
               output=output, record_outputs=True, checkpoints=[1, 9, 64, 200])
-    from stabsim.steps import kernel_step_sizes
+    from stabsim.engine.steps import kernel_step_sizes
     assert kernel_step_sizes(0.07, 200)[1] == 0 and kernel_step_sizes(np.full(200, 0.07), 200)[1] == 1
     a = stabsim.run_twin(X, y, eta=0.07, **kw)
     b = stabsim.run_twin(X, y, eta=np.full(200, 0.07), **kw)

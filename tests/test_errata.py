@@ -1,4 +1,4 @@
-"""docs/errata.md carries every errata id the code, studies and reports cite; stabsim.errata
+"""docs/errata.md carries every errata id the code, studies and reports cite; stabsim.judging.errata
 finds and links them; nothing refers to the old external steering document."""
 
 import subprocess
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from stabsim import errata
+from stabsim.judging import errata
 
 ROOT = Path(__file__).resolve().parent.parent
 

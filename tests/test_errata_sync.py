@@ -1,10 +1,10 @@
-"""stabsim.errata_sync: the study numbers quoted in the docs come from reports/verdicts.json."""
+"""stabsim.reporting.errata_sync: the study numbers quoted in the docs come from reports/verdicts.json."""
 
 from pathlib import Path
 
 import pytest
 
-from stabsim import errata_sync as es
+from stabsim.reporting import errata_sync as es
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -128,7 +128,7 @@ def test_a_study_missing_from_the_report_is_told_apart(tmp_path):
 
 def test_committed_docs_agree_with_the_committed_report():
     """Every marked number and verdict of the docs equals what reports/verdicts.json gives
-    (after regenerating reports/, run ``python -m stabsim.errata_sync``).  The only tolerated
+    (after regenerating reports/, run ``python -m stabsim.reporting.errata_sync``).  The only tolerated
     gap is a study that has a study file but no row at all in the report (added since the
     report was generated); its markers are checked once the report is regenerated."""
     rows = es.load_rows(REPO / "reports")

@@ -38,7 +38,7 @@ def studies(tmp_path):
 
 
 def test_a_study_missing_its_package_is_skipped_and_the_rest_runs(studies, tmp_path, monkeypatch, capsys):
-    import stabsim.datasets as datasets
+    import stabsim.engine.real_datasets as datasets
 
     def missing(name, *a, **k):
         raise ImportError(f"dataset {name!r} needs 'scikit-learn', which is not installed; "
@@ -117,7 +117,7 @@ def test_progress_blocks_give_the_same_numbers(capsys):
     import numpy as np
 
     from stabsim import make_problem, run_twin
-    from stabsim.twin import replicate_blocks
+    from stabsim.engine.twin_runs import replicate_blocks
 
     X, y = make_problem("auc_separable", d=5).sample(60, seed=0)
     kw = dict(algorithm="p1_alg1", loss="auc_hinge", constraint=("l2", 2.0), eta=0.05, T=400, replicates=13,

@@ -1,7 +1,7 @@
-"""``stabsim.jit``: numba's pipeline without the inliner's copies of the fresh callee blocks.
+"""``stabsim.compile.jit``: numba's pipeline without the inliner's copies of the fresh callee blocks.
 
 The pass must change the compile time only: the same function compiled with numba's own
-``njit`` and with ``stabsim.jit.njit`` has the same LLVM IR, up to numba's per-process unique
+``njit`` and with ``stabsim.compile.jit.njit`` has the same LLVM IR, up to numba's per-process unique
 ids in symbol and value names.  The function below inlines callees that inline callees
 (``linear_pair_coef`` -> ``phi_value_deriv``; ``normal`` -> ``uniform`` -> ``mix64``), with
 loops and branches in the callees, which is where a wrong copy would show.
@@ -15,11 +15,11 @@ import numba
 import numpy as np
 from numba.extending import overload
 
-from stabsim import jit as sjit
+from stabsim.compile import jit as sjit
 from stabsim.kernels import twin as K
 from stabsim.kernels import twin_steps
-from stabsim.losses import AUC, HINGE, LOGISTIC, linear_pair_coef
-from stabsim.rng import normal
+from stabsim.engine.losses import AUC, HINGE, LOGISTIC, linear_pair_coef
+from stabsim.engine.rng import normal
 
 
 def _inlining(w, X, key, phi):
@@ -65,9 +65,9 @@ def _pass_names(dispatcher) -> list:
 
 
 def test_kernels_compile_with_the_pass():
-    """The package's kernels go through ``stabsim.jit``; the replicates' simplified pipeline
+    """The package's kernels go through ``stabsim.compile.jit``; the replicates' simplified pipeline
     includes the pass too."""
-    from stabsim.kernels.pipeline import SimplifiedCompiler
+    from stabsim.compile.pipeline import SimplifiedCompiler
     assert twin_steps._general_step._compiler.pipeline_class is sjit.InlineCompiler
     assert K._CPU_REPLICATES[0]._compiler.pipeline_class is SimplifiedCompiler
     args = (W, X, np.uint64(3), np.int64(HINGE))
@@ -79,7 +79,7 @@ def test_kernels_compile_with_the_pass():
 
 
 def test_no_module_compiles_with_numbas_njit():
-    """Every module of the package takes ``njit`` from ``stabsim.jit``, not from numba."""
+    """Every module of the package takes ``njit`` from ``stabsim.compile.jit``, not from numba."""
     from pathlib import Path
 
     root = Path(sjit.__file__).resolve().parent

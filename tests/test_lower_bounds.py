@@ -1,4 +1,4 @@
-"""stabsim.lower_bounds: the BFGT (2020) non-smooth instance on P1 Alg. 1 / AUC hinge.
+"""stabsim.engine.lower_bounds: the BFGT (2020) non-smooth instance on P1 Alg. 1 / AUC hinge.
 
 The twin kernel's divergence is compared with the instance's event model (independent code: numpy's
 generator, closed-form distances) and its growth in t with the model's and with sqrt(t), all with
@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from stabsim.lower_bounds import bfgt_instance, get_instance
-from stabsim.rates import fit_slope
+from stabsim.engine.lower_bounds import bfgt_instance, get_instance
+from stabsim.judging.rates import fit_slope
 
 Z = 4.0  # two-sided, ~6e-5 per comparison
 
@@ -99,10 +99,10 @@ def test_exact_distance_formula(inst):
 
 
 def test_kernel_equals_closed_form_per_replicate(inst):
-    """On the kernel's own index sequence (stabsim.rng: i_t = randint(key, t, n), t = 0..T, P1 Alg. 1
+    """On the kernel's own index sequence (stabsim.engine.rng: i_t = randint(key, t, n), t = 0..T, P1 Alg. 1
     pairs (i_t, i_{t-1})), the event rules of the docstring give N and m, and ||w_T - w'_T|| is the
     closed form to rounding error -- replicate by replicate."""
-    from stabsim import rng
+    from stabsim.engine import rng
 
     p = inst.params
     n, M, k, T, seed = inst.n, p["M"], inst.n - 1, 800, 9
@@ -155,7 +155,7 @@ def test_thm4_study_runs_the_instance(tmp_path):
     the instance, the event model's prediction in the measured inputs, chunking-independent."""
     import xarray as xr
 
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.study import run_study
 
     spec = _tiny("p1_thm4_tightness", "lower_bound.n = 100\nlower_bound.T = 600\nlower_bound.checkpoints = 6\n")
@@ -180,7 +180,7 @@ def test_thm4_study_runs_the_instance(tmp_path):
 def test_generalised_tightness_studies(tmp_path, study, key, measure):
     """The p1_tightness kind/check on P0 Alg. 1 (quantile bound) and P4 Alg. 2 (on-average bound):
     one bound row of the right quantity, the searched-vs-hand-picked comparison in the measured inputs."""
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.analyses.p1_worst_neighbour import QUANTITY
     from stabsim.study import run_study
 

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from stabsim import Neighbour, make_problem, run_twin
-from stabsim.measures import (SUP_NOTE, empirical_quantile_index, mean_ci, onavg_stability,
+from stabsim.engine.measures import (SUP_NOTE, empirical_quantile_index, mean_ci, onavg_stability,
                               order_statistic_ci_indices, standard_error, uas_mean, uas_quantile)
 
 N, T, R, ETA = 60, 300, 100, 0.05

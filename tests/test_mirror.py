@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stabsim
-from stabsim.twin import mirrored_kidx
+from stabsim.engine.twin_runs import mirrored_kidx
 
 CASES = [("p1_alg1", {}), ("p1_alg1", {"output": "last"}), ("p1_buffer", {"buffer": 3}), ("sgd_pair", {}),
          ("p0_alg1", {}), ("p4_alg2", {}), ("p2_alg1", {}), ("p4_alg1", {}), ("p1_alg1", {"loss": "auc_squared"}),

@@ -1,4 +1,4 @@
-"""stabsim.kernels.native_call: a compiled function called through its address (the twin kernel's
+"""stabsim.compile.native_call: a compiled function called through its address (the twin kernel's
 replicate, issue #17) gives the results of a direct call, raises what the callee raises, and a
 call whose argument types differ from the callee's is refused when the caller compiles."""
 
@@ -9,7 +9,7 @@ import pytest
 from numba import njit, prange, typeof, types
 from numba.core.errors import TypingError
 
-from stabsim.kernels.native_call import make_native_caller, native_address
+from stabsim.compile.native_call import make_native_caller, native_address
 
 
 @njit
@@ -75,7 +75,7 @@ def test_argument_types_that_differ_from_the_callee_s_are_refused_at_compile_tim
 
 
 def test_address_for_looks_up_by_the_arguments_types():
-    from stabsim.kernels.native_call import address_for
+    from stabsim.compile.native_call import address_for
 
     a = np.linspace(0.0, 1.0, 5)
     out = np.zeros_like(a)

@@ -53,7 +53,7 @@ ev.register("numba:compile", Listener())
 
 from stabsim import run_twin
 from stabsim.kernels import giga, p2_removal
-from stabsim.losses import AUC, METRIC
+from stabsim.engine.losses import AUC, METRIC
 rng = np.random.default_rng(0)
 X = rng.standard_normal((20, 3)); y = np.where(rng.random(20) < .5, 1.0, -1.0); y[:2] = [1, -1]
 # the general kind (every schedule, loss, constraint and output rule behind run-time codes) and a fast kind

@@ -13,7 +13,7 @@ import json
 import pytest
 
 import reference_checks as ref
-from stabsim.report_study import _row, load_results
+from stabsim.reporting.analyse import _row, load_results
 from stabsim.cli import main
 
 #: study -> the reference check it used before the conversion

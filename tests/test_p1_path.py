@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stabsim.experiments.p1_path import path_stats
-from stabsim.losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, QHINGE, RANKING, SQUARED
+from stabsim.engine.losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, QHINGE, RANKING, SQUARED
 
 
 def _stats(form, phi, q, W, X3, y3, idx, reuse):

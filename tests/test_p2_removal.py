@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stabsim.kernels.p2_removal import full_grad
-from stabsim.losses import (AUC, AUC_ORDERED, HINGE, LOGISTIC, QHINGE, RANKING, SQUARED, _linear_coef,
+from stabsim.engine.losses import (AUC, AUC_ORDERED, HINGE, LOGISTIC, QHINGE, RANKING, SQUARED, _linear_coef,
                             phi_value_deriv)
 
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from stabsim.plots import X_LABELS, Y_LABELS, default_title, plot_bound_overlay, plot_rate_fit
+from stabsim.judging.plots import X_LABELS, Y_LABELS, default_title, plot_bound_overlay, plot_rate_fit
 from stabsim.theory import get
-from stabsim.verdicts import check_bound, check_rate, fit_slope
+from stabsim.judging.rules import check_bound, check_rate, fit_slope
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def _neg_lower_measure():
 
 
 def test_negative_lower_end_is_marked_not_clipped(tmp_path):
-    from stabsim.plots import NONPOSITIVE_LOWER_LABEL, NONPOSITIVE_MEAN_LABEL
+    from stabsim.judging.plots import NONPOSITIVE_LOWER_LABEL, NONPOSITIVE_MEAN_LABEL
 
     m = _neg_lower_measure()
     fig = plot_bound_overlay(m, {"bound": 0.5 * m.t.values ** 0.5}, path=tmp_path / "neg.png")
@@ -112,7 +112,7 @@ def test_negative_lower_end_is_marked_not_clipped(tmp_path):
 
 
 def test_rate_fit_ci_marker_and_floor():
-    from stabsim.plots import FLOOR_LABEL, NONPOSITIVE_LOWER_LABEL
+    from stabsim.judging.plots import FLOOR_LABEL, NONPOSITIVE_LOWER_LABEL
 
     rng = np.random.default_rng(1)
     x = np.array([100.0, 200.0, 400.0, 800.0])
@@ -133,7 +133,7 @@ def test_rate_fit_ci_marker_and_floor():
 def test_long_titles_fit_in_the_figure(kind, measure, tmp_path):
     from matplotlib.figure import Figure
 
-    from stabsim.plots import save
+    from stabsim.judging.plots import save
 
     long = "P9 Theorem 99(z): a very long title with many parameters, " + ", ".join(f"p{i}={i / 7:.4f}" for i in range(25))
     if kind == "overlay":
@@ -224,7 +224,7 @@ def test_a_long_legend_entry_below_the_axes_is_wrapped_to_the_figure(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from stabsim import plots
+    from stabsim.judging import plots
 
     long = ("P2 Thm 3 Eq. (5) without the c_1..c_3 terms (a lower envelope of the bound) - holds; worst "
             "margin 8.82 at n=400; tightness 0.0014-0.0031; vacuous")
@@ -255,7 +255,7 @@ def test_a_long_legend_entry_under_one_of_two_panels_stays_on_the_figure(tmp_pat
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from stabsim import plots
+    from stabsim.judging import plots
 
     long = ("P1 Theorem 4 bound (corrected reading) - holds; worst margin 8.82 at t=400; tightness "
             "0.0014-0.0031 over the whole horizon; vacuous for every t below the crossing point")
@@ -281,7 +281,7 @@ def test_save_runs_the_layout_again_only_after_a_title_changed(title, runs, tmp_
     from matplotlib.figure import Figure
     from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-    from stabsim.plots import save
+    from stabsim.judging.plots import save
 
     calls = []
     real = ConstrainedLayoutEngine.execute
@@ -305,7 +305,7 @@ def test_save_draws_a_laid_out_figure_once_and_saves_what_two_draws_save(layout,
     the figure is drawn once, and the PNG is byte for byte the one matplotlib's two draws give."""
     from matplotlib.figure import Figure
 
-    from stabsim.plots import fit_titles, save
+    from stabsim.judging.plots import fit_titles, save
 
     def figure():
         fig = Figure(figsize=(6, 4), layout="constrained" if layout == "constrained" else None)

@@ -257,7 +257,7 @@ def test_accounting_memo_on_disk_is_exact_and_keyed_by_source(tmp_path, monkeypa
     """The ledger remembers each mechanism's accounting in a JSON file keyed by the source hash and
     dp-accounting's version: a second lookup returns the same floats without recomputing, other
     source reads another file, and STABSIM_NO_LEDGER_CACHE=1 switches it off."""
-    import stabsim.codeid as codeid
+    import stabsim.runtime.codeid as codeid
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.delenv(L.NO_MEMO_ENV, raising=False)

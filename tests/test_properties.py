@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import stabsim
-from stabsim.constraints import get_constraint
-from stabsim.losses import get_loss
+from stabsim.engine.constraints import get_constraint
+from stabsim.engine.losses import get_loss
 
 finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 

@@ -7,7 +7,7 @@ import pytest
 
 from stabsim.experiments.p3_giga import regret_minimum
 from stabsim.kernels.regret_objective import regret_objective
-from stabsim.losses import LOGISTIC, SQUARED
+from stabsim.engine.losses import LOGISTIC, SQUARED
 
 
 def naive(X, y, w, center, lam, ranking, phi):

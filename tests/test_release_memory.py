@@ -1,4 +1,4 @@
-"""stabsim.resources.release_freed_memory: the heap that freed arrays leave behind goes back to the
+"""stabsim.runtime.resources.release_freed_memory: the heap that freed arrays leave behind goes back to the
 system (glibc), as `stabsim run` does between studies."""
 
 import subprocess
@@ -9,7 +9,7 @@ import pytest
 
 CHILD = textwrap.dedent("""
     import numpy as np
-    from stabsim.resources import release_freed_memory
+    from stabsim.runtime.resources import release_freed_memory
 
     def rss_mb():
         with open("/proc/self/statm") as f:
@@ -38,7 +38,7 @@ def test_freed_heap_goes_back_to_the_system():
 
 ARENAS = textwrap.dedent("""
     import os, sys
-    from stabsim.resources import limit_malloc_arenas
+    from stabsim.runtime.resources import limit_malloc_arenas
     ran = limit_malloc_arenas()
     print(ran, os.environ.get("MALLOC_ARENA_MAX"))
 """)
@@ -75,7 +75,7 @@ def test_stabsim_run_limits_the_arenas_before_it_runs(monkeypatch, tmp_path):
 
 FREEZE = textwrap.dedent("""
     import gc, weakref
-    from stabsim.resources import freeze_long_lived
+    from stabsim.runtime.resources import freeze_long_lived
 
     class Node:
         pass

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from stabsim.data_integrity import DamagedData, verify_data, write_data
-from stabsim.store import StudyDir
+from stabsim.runtime.data_integrity import DamagedData, verify_data, write_data
+from stabsim.study.store import StudyDir
 from stabsim.study import load_study, run_study
 
 from test_study import assert_identical, load, write_study
@@ -132,7 +132,7 @@ def test_a_flipped_chunk_index_of_a_finished_study_is_never_complete(tmp_path):
     ref = run(spec, out, keep_chunks=True)
     reference = load(ref.data_path)
     _flip_index_of(ref.data_path, "loss_path")
-    from stabsim.report_study import load_results
+    from stabsim.reporting.analyse import load_results
 
     with pytest.raises(DamagedData, match="data.nc is damaged"):
         load_results(ref.out_dir)
@@ -209,9 +209,9 @@ def test_an_edited_attr_in_a_kept_chunk_is_damage(tmp_path):
 # ---- 4. checks before any allocation proportional to the request ------------------------------
 
 def test_replicate_ids_are_not_built_before_the_memory_check(monkeypatch):
-    from stabsim.resources import ResourceError
-    from stabsim.synthetic import make_problem
-    from stabsim.twin import run_twin
+    from stabsim.runtime.resources import ResourceError
+    from stabsim.engine.synthetic import make_problem
+    from stabsim.engine.twin_runs import run_twin
 
     monkeypatch.setenv("STABSIM_MEMORY_LIMIT", "1G")
     X, y = make_problem("auc_separable", 4).sample(30, seed=1)
@@ -245,7 +245,7 @@ def test_disk_estimate_covers_the_measured_files(tmp_path, replicates, chunk, T,
 # ---- 5. clear messages ---------------------------------------------------------------------
 
 def test_a_full_disk_while_writing_an_analysis_file_names_the_path(tmp_path, monkeypatch):
-    from stabsim import store
+    from stabsim.study import store
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -259,8 +259,8 @@ def test_a_full_disk_while_writing_an_analysis_file_names_the_path(tmp_path, mon
 
 
 def test_a_string_step_size_and_an_out_of_range_seed_say_what_is_allowed():
-    from stabsim.synthetic import make_problem
-    from stabsim.twin import run_twin
+    from stabsim.engine.synthetic import make_problem
+    from stabsim.engine.twin_runs import run_twin
 
     X, y = make_problem("auc_separable", 4).sample(30, seed=1)
     with pytest.raises(TypeError, match="eta must be a positive number, a schedule .* or an array of T "
@@ -277,7 +277,7 @@ def test_a_data_nc_of_the_older_checksum_method_is_verified_and_upgraded(tmp_pat
     still read (its own rule), and a run that finds it complete rewrites it with the full SHA-256."""
     import h5py
 
-    from stabsim.data_integrity import INTEGRITY_ATTR, _fletcher_ok, _integrity_digest, weak_checksum
+    from stabsim.runtime.data_integrity import INTEGRITY_ATTR, _fletcher_ok, _integrity_digest, weak_checksum
 
     spec = load_study(write_study(tmp_path, replicates=2))
     out = tmp_path / "out"

@@ -20,9 +20,9 @@ import pytest
 import xarray as xr
 
 from stabsim import make_problem, run_twin
-from stabsim._signals import Terminated, sigterm_as_interrupt
+from stabsim.runtime.signals import Terminated, sigterm_as_interrupt
 from stabsim.cli import main
-from stabsim.resources import ResourceError
+from stabsim.runtime.resources import ResourceError
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -397,7 +397,7 @@ class _SignalInFinalizer:
     """Sends this process SIGTERM from its finalizer and keeps running Python code there, so the
     handler's ``Terminated`` is raised inside the finalizer, where Python prints it as "Exception
     ignored" and drops it.  On a GPU numba-cuda frees device memory in finalizers: a batch
-    scheduler's SIGTERM landed there and the run went on for minutes (stabsim._signals)."""
+    scheduler's SIGTERM landed there and the run went on for minutes (stabsim.runtime.signals)."""
 
     def __del__(self):
         os.kill(os.getpid(), signal.SIGTERM)
@@ -406,7 +406,7 @@ class _SignalInFinalizer:
 
 
 def test_a_signal_whose_raise_a_finalizer_swallowed_is_raised_again(monkeypatch):
-    from stabsim._signals import raise_if_interrupted
+    from stabsim.runtime.signals import raise_if_interrupted
 
     dropped = []
     monkeypatch.setattr(sys, "unraisablehook", lambda u: dropped.append(u.exc_type))
@@ -425,7 +425,7 @@ def test_a_swallowed_sigterm_stops_the_study_after_the_chunk_it_was_saving(tmp_p
     """End to end in-process: the signal arrives inside a finalizer while the first of two chunks
     is written; the run stops after that chunk with 143 and says how to resume, instead of
     computing the second."""
-    from stabsim.store import StudyDir
+    from stabsim.study.store import StudyDir
 
     study = tmp_path / "sig.toml"
     study.write_text(LONG_STUDY.replace("T = 200000000", "T = 200"))

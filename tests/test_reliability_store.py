@@ -16,11 +16,11 @@ import h5py
 import pytest
 import xarray as xr
 
-import stabsim.codeid as codeid
+import stabsim.runtime.codeid as codeid
 from stabsim.study import execution as study_execution
-from stabsim._cache import AUTO_MARK, configure_numba_cache
-from stabsim.data_integrity import DamagedData, verify_data
-from stabsim.store import StudyDir, attrs_sha256, open_chunk, write_chunk_file
+from stabsim.compile.cache import AUTO_MARK, configure_numba_cache
+from stabsim.runtime.data_integrity import DamagedData, verify_data
+from stabsim.study.store import StudyDir, attrs_sha256, open_chunk, write_chunk_file
 from stabsim.study import StaleCode, StudyError, load_study, run_study
 
 from test_study import assert_identical, load, write_study
@@ -180,7 +180,7 @@ _KERNEL_PKG = {
 _RUNNER = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from stabsim._cache import configure_numba_cache
+from stabsim.compile.cache import configure_numba_cache
 print(configure_numba_cache(sys.argv[1] + "/tpkg"))
 from tpkg.kern import k
 print(k(1))
@@ -255,7 +255,7 @@ def test_a_flipped_byte_in_data_values_is_never_taken_as_complete(tmp_path):
     _flip_value_byte(ref.data_path)
     with pytest.raises(Exception):  # any reader: HDF5 checks Fletcher-32
         xr.load_dataset(ref.data_path, engine="h5netcdf")
-    from stabsim.report_study import load_results
+    from stabsim.reporting.analyse import load_results
 
     with pytest.raises(DamagedData, match="data.nc is damaged"):
         load_results(ref.out_dir)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from stabsim import report as R
-from stabsim.report_findings import finding_groups, first_screen, is_headline, merge_cases
-from stabsim.report_html import html_page, md_to_html
-from stabsim.report_pages import EXPLANATION_CHARS, verdicts_page
+from stabsim.reporting import report as R
+from stabsim.reporting.findings import finding_groups, first_screen, is_headline, merge_cases
+from stabsim.reporting.html import html_page, md_to_html
+from stabsim.reporting.pages import EXPLANATION_CHARS, verdicts_page
 
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
 BASE = "../docs/errata.md"

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stabsim import make_problem
-from stabsim.losses import get_loss
+from stabsim.engine.losses import get_loss
 from stabsim.risk import (auc, auc_from_scores, empirical_grad, empirical_risk, erm,
                           misclassification, mse, population_risk)
 

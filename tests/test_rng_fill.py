@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stabsim import rng
+from stabsim.engine import rng
 
 
 @settings(max_examples=15, deadline=None)

@@ -1,10 +1,10 @@
-"""stabsim.search.worst_neighbour: brute-force agreement, fresh-replicate comparison, determinism."""
+"""stabsim.engine.neighbour_search.worst_neighbour: brute-force agreement, fresh-replicate comparison, determinism."""
 
 import numpy as np
 import pytest
 
-from stabsim.search import domain_map, worst_neighbour
-from stabsim.twin import run_twin
+from stabsim.engine.neighbour_search import domain_map, worst_neighbour
+from stabsim.engine.twin_runs import run_twin
 
 X = np.array([[0.9], [-0.4], [0.2], [-0.8], [0.6]])
 Y = np.array([1.0, -1.0, 1.0, -1.0, -1.0])
@@ -76,7 +76,7 @@ def test_tightness_study_kind_and_check(tmp_path, study, key):
     for the non-smooth (Thm 4) and the smooth (Thm 5) study."""
     from pathlib import Path
 
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.study import parse_study, run_study
 
     text = Path(__file__).parents[1].joinpath("studies", f"{study}.toml").read_text()

@@ -17,7 +17,7 @@ import xarray as xr
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stabsim.store import CHUNK_RE, StudyDir
+from stabsim.study.store import CHUNK_RE, StudyDir
 from stabsim.registry import KINDS, Param, integer, register_kind
 from stabsim.study import StudyError, load_study, parse_study, run_study
 
@@ -257,7 +257,7 @@ def test_corrupt_foreign_and_temp_files_are_detected_and_recomputed(tmp_path):
 
 def test_chunk_files_are_written_atomically(tmp_path, monkeypatch):
     """A failure while writing leaves no file under the final name (and no temp file)."""
-    import stabsim.store as store
+    import stabsim.study.store as store
 
     spec = load_study(write_study(tmp_path))
     calls = {"n": 0}

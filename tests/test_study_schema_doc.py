@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from stabsim import custom_bounds
+from stabsim.theory import custom_bounds
 from stabsim.registry import KINDS, load_kinds
 from stabsim.study.schema import BOUNDS_PARAMS, CHECK_PARAMS, RUN_PARAMS, STUDY_PARAMS
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from stabsim import synthetic
-from stabsim.synthetic import _Stream, make_problem
+from stabsim.engine import synthetic
+from stabsim.engine.synthetic import _Stream, make_problem
 
 
 def _sphere(st, m, dim):

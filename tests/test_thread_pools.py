@@ -1,4 +1,4 @@
-"""stabsim.thread_pools: BLAS on one thread and a short OpenMP spin in `stabsim run` and the
+"""stabsim.runtime.thread_pools: BLAS on one thread and a short OpenMP spin in `stabsim run` and the
 processes it starts, a user's own setting left alone.  Each case runs in a fresh interpreter (the
 settings are process-wide)."""
 
@@ -9,13 +9,13 @@ import os
 import subprocess
 import sys
 
-from stabsim.thread_pools import BLAS_THREAD_VARIABLES, OPENMP_SPIN
+from stabsim.runtime.thread_pools import BLAS_THREAD_VARIABLES, OPENMP_SPIN
 
 _PROBE = """
 import json, os, subprocess, sys
 import numpy, scipy.linalg  # BLAS loaded before the call, as in `stabsim run`
 from threadpoolctl import threadpool_info
-from stabsim.thread_pools import single_threaded_blas
+from stabsim.runtime.thread_pools import single_threaded_blas
 changed = single_threaded_blas()
 child = subprocess.run([sys.executable, "-c", "import numpy, json; from threadpoolctl import threadpool_info; "
                         "print(json.dumps([i['num_threads'] for i in threadpool_info() if i['user_api'] == 'blas']))"],
@@ -59,7 +59,7 @@ def test_stabsim_run_configures_thread_pools(monkeypatch, tmp_path):
 
 def _spin(**env):
     base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
-    code = ("import json, os; from stabsim.thread_pools import short_openmp_spin; "
+    code = ("import json, os; from stabsim.runtime.thread_pools import short_openmp_spin; "
             "print(json.dumps([short_openmp_spin(), os.environ.get('GOMP_SPINCOUNT')]))")
     out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -93,7 +93,7 @@ def test_map_in_threads_gives_the_loop_s_numbers_in_order():
     numbers bit for bit, in the order of the items."""
     import numpy as np
 
-    from stabsim.thread_pools import map_in_threads
+    from stabsim.runtime.thread_pools import map_in_threads
 
     loop = _p3_runs_on_sets(lambda f, xs: [f(x) for x in xs])
     threaded = _p3_runs_on_sets(lambda f, xs: map_in_threads(f, xs, threads=2))
@@ -106,7 +106,7 @@ def test_map_in_threads_runs_one_after_the_other_where_the_layer_is_not_thread_s
     """numba's workqueue layer aborts on concurrent launches: then every call runs in the caller."""
     import threading
 
-    import stabsim.thread_pools as tp
+    import stabsim.runtime.thread_pools as tp
 
     monkeypatch.setattr(tp, "_concurrent_launches_safe", lambda: False)
     where = tp.map_in_threads(lambda x: (x, threading.get_ident()), range(4), threads=2)
@@ -121,7 +121,7 @@ def test_map_in_threads_raises_the_error_and_drops_the_calls_not_started():
 
     import pytest
 
-    from stabsim.thread_pools import map_in_threads
+    from stabsim.runtime.thread_pools import map_in_threads
 
     started = []
 

@@ -18,7 +18,7 @@ TINY = (f"[profiles.tiny]\nstudy.replicates = 8\nstudy.chunk = 8\nalgorithm.T = 
 def swept(tmp_path_factory):
     import xarray as xr
 
-    from stabsim.report_study import analyse
+    from stabsim.reporting.analyse import analyse
     from stabsim.study import parse_study, run_study
 
     text = Path(__file__).parents[1].joinpath("studies", "p1_thm4_tightness_sweep.toml").read_text()

@@ -10,8 +10,8 @@ import pytest
 from stabsim.analyses.p0_excess_risk import loss_range
 from stabsim.analyses.p0_private_sweep import mark_uninformative
 from stabsim.analyses.p4_generalization import _ci, trivial_bound
-from stabsim.losses import get_loss
-from stabsim.verdicts import check_bound, check_rate
+from stabsim.engine.losses import get_loss
+from stabsim.judging.rules import check_bound, check_rate
 
 
 def _cell(R=1.0, kappa=1.0, loss="point_logistic"):
@@ -111,7 +111,7 @@ def test_p1_path_trivial_bounds():
 
 def test_p3_lemma4_trivial_bound():
     from stabsim.analyses.p3_stability import lemma4_trivial_bound
-    from stabsim.constraints import get_constraint
+    from stabsim.engine.constraints import get_constraint
 
     triv, note = lemma4_trivial_bound(get_constraint("l2:1.0"))
     assert triv == pytest.approx(2.0) and "diam(C)" in note
@@ -128,7 +128,7 @@ def test_p3_lemma4_trivial_bound():
 
 def test_p1_lower_bound_instance_trivial_bound():
     from stabsim.analyses.p1_worst_neighbour import lower_bound_trivial
-    from stabsim.lower_bounds import bfgt_instance
+    from stabsim.engine.lower_bounds import bfgt_instance
 
     inst = bfgt_instance(n=20, eta=0.1)
     t = np.array([1.0, 10.0, 100.0])
@@ -145,7 +145,7 @@ def test_p1_lower_bound_instance_trivial_bound():
 def test_p1_lower_bound_instance_within_trivial_bound():
     """The instance's coupled runs never leave 2 eta G t of each other (the trivial bound is an upper bound)."""
     from stabsim.analyses.p1_worst_neighbour import lower_bound_trivial
-    from stabsim.lower_bounds import bfgt_instance
+    from stabsim.engine.lower_bounds import bfgt_instance
 
     inst = bfgt_instance(n=20, eta=0.1)
     ds = inst.run(T=400, replicates=8, seed=0, checkpoints=[1, 2, 5, 10, 50, 100, 200, 400])
@@ -182,7 +182,7 @@ def test_p4_loss_sup_uses_each_loss_own_growth():
     """The hinge and logistic losses grow linearly in the margin: sup f = 1 + sup|m| (P4 point hinge with
     kappa = 0.707, R = 2.5: 1 + kappa R = 2.77), not (1 + sup|m|)^q with the q = 2 every loss carries."""
     from stabsim.analyses.p4_generalization import _loss_sup
-    from stabsim.losses import get_loss
+    from stabsim.engine.losses import get_loss
 
     kappa, R = 0.707, 2.5
     hinge = get_loss("point_hinge")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import typeof
 
-from stabsim import warmup
+from stabsim.compile import warmup
 from stabsim.kernels.twin_config import KERNEL_ARGS, SHARED_ARRAYS, TwinConfig, kernel_arg
 from stabsim.kernels.twin_steps import ALL_PREV, LAST_ITERATE, NOISE_INDEPENDENT, NOISE_NONE, NOISE_SHARED, PREVIOUS
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from stabsim import rng, run_twin
-from stabsim.neighbours import Neighbour, as_neighbour, make_neighbours
-from stabsim.resources import CHECK_MEMORY_FROM, ResourceError, check_memory
+from stabsim import run_twin
+from stabsim.engine import rng
+from stabsim.engine.neighbours import Neighbour, as_neighbour, make_neighbours
+from stabsim.runtime.resources import CHECK_MEMORY_FROM, ResourceError, check_memory
 
 
 def _data(n=30, d=3, seed=0):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-import stabsim.twin
+import stabsim.engine.twin_runs
 from stabsim.privacy.algorithms import common, p0_alg2
 
 
@@ -20,8 +20,8 @@ def data():
 @pytest.fixture
 def counted(monkeypatch):
     calls = []
-    real = stabsim.twin.run_twin
-    monkeypatch.setattr(stabsim.twin, "run_twin", lambda *a, **k: calls.append(k.get("seed")) or real(*a, **k))
+    real = stabsim.engine.twin_runs.run_twin
+    monkeypatch.setattr(stabsim.engine.twin_runs, "run_twin", lambda *a, **k: calls.append(k.get("seed")) or real(*a, **k))
     common._LAST_TWIN_RUN.clear()
     yield calls
     common._LAST_TWIN_RUN.clear()

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # ---- reproduce line ----------------------------------------------------------------------------------
 
 def test_reproduce_command_names_a_users_file_by_its_path(tmp_path):
-    from stabsim.report_study import reproduce_command
+    from stabsim.reporting.analyse import reproduce_command
     from stabsim.study import parse_study
 
     text = (ROOT / "studies" / "example_twin.toml").read_text()
@@ -53,7 +53,7 @@ def test_rate_title_t_per_n():
 
 
 def test_custom_bound_drawn_by_its_name():
-    from stabsim.plots import _bound_entries, bound_name, default_title
+    from stabsim.judging.plots import _bound_entries, bound_name, default_title
     from stabsim.theory import get
     from stabsim.theory.registry import Bound
 
@@ -208,7 +208,7 @@ def test_numba_pedantic_noise_filtered_and_nothing_else():
 def test_a_study_without_a_check_is_named_in_the_run_line(tmp_path, monkeypatch, capsys):
     import xarray as xr
 
-    import stabsim.report_study as base
+    import stabsim.reporting.analyse as base
     from stabsim.cli import _print_verdicts
     from stabsim.study import parse_study
 

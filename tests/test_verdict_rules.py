@@ -16,9 +16,9 @@ import pytest
 import xarray as xr
 
 from stabsim.analyses.base import LITERAL_READINGS, CheckResult
-from stabsim.rates import RATE_RESOLUTION, SHAPE_PRE_ASYMPTOTIC, rate_power, shape_band
-from stabsim.verdict_core import LITERAL_READING, PROOF_GAP, is_headline, mark_repeats
-from stabsim.verdicts import bound_slope, check_bound, check_rate, fit_slope
+from stabsim.judging.rates import RATE_RESOLUTION, SHAPE_PRE_ASYMPTOTIC, rate_power, shape_band
+from stabsim.judging.verdict import LITERAL_READING, PROOF_GAP, is_headline, mark_repeats
+from stabsim.judging.rules import bound_slope, check_bound, check_rate, fit_slope
 
 
 def _reps(x, mean, sd=0.03, R=400, seed=0):
@@ -175,7 +175,7 @@ def test_headline_rule_and_repeats():
 
 def test_an_audit_without_a_detected_sanity_run_has_no_power():
     from stabsim.analyses.privacy_audit import NO_POWER, _with_power
-    from stabsim.verdicts import Verdict
+    from stabsim.judging.rules import Verdict
 
     audit = Verdict(key="a.audit", quantity="eps_lower", tag="AUDIT", verdict="consistent", n_replicates=10, level=0.95)
     seen = Verdict(key="a.audit", quantity="eps_lower", tag="SANITY", verdict="holds", n_replicates=10, level=0.95)
@@ -279,7 +279,7 @@ def test_ledger_rows_repeat_the_calibration_row_they_price_across_studies():
     assert led1["repeat_of"] == "p0_thm4_sigma/P0.Thm4.sigma2.printed/printed"
     assert led2["repeat_of"] == "p0_thm4_sigma/P0.ledger.p0_alg2/" + led1["case"]
     assert other["repeat_of"] == "" and calib["repeat_of"] == ""
-    from stabsim.report_findings import finding_groups, is_argument_erratum
+    from stabsim.reporting.findings import finding_groups, is_argument_erratum
 
     rows = [dict(r, can_fail=True) for r in rows]
     assert not any(is_headline(r) for r in rows)          # a proof gap is never a measured finding
@@ -290,7 +290,7 @@ def test_ledger_rows_repeat_the_calibration_row_they_price_across_studies():
 
 
 def test_finding_line_leads_with_the_first_failing_eps():
-    from stabsim.report_findings import eps_span
+    from stabsim.reporting.findings import eps_span
 
     rows = [{"case": f"p0_alg2, corrected, eps={e}"} for e in (1000, 10, 30)]
     assert eps_span(rows) == "fails from eps = 10 (3 values up to 1000)"
@@ -301,8 +301,8 @@ def test_finding_line_leads_with_the_first_failing_eps():
 
 def test_rows_outside_the_assumptions_are_neither_support_nor_findings():
     from stabsim.analyses.p3_rates import outside_eps_range
-    from stabsim.applicability import OUTSIDE
-    from stabsim.report_findings import headline_counts, ok_count_line
+    from stabsim.judging.applicability import OUTSIDE
+    from stabsim.reporting.findings import headline_counts, ok_count_line
 
     n = np.geomspace(200, 3200, 5)
     v = check_rate(n, _reps(n, n ** -1.0, sd=0.01), -0.5)
@@ -322,7 +322,7 @@ def test_a_calibration_priced_at_the_papers_sensitivity_is_a_proof_gap_not_a_fin
     """A privacy-calibration check that fails at the paper's own sensitivity bound shows that the
     argument does not certify the claim; the algorithm may still be private (its true sensitivity
     can be smaller).  CheckResult turns its "violated" into PROOF_GAP; a bound row stays violated."""
-    from stabsim.verdict_core import Verdict
+    from stabsim.judging.verdict import Verdict
 
     res = CheckResult()
     from stabsim.analyses.base import check_kind
@@ -343,7 +343,7 @@ def test_argument_errata_are_listed_apart_from_findings():
     """Errata of the papers' arguments: a proof gap, an inconclusive row whose explanation cites an
     argued erratum (P4-F1's saturated curves, P3-F1's undiscriminating range); not a literal reading
     (counted once, apart), not a row outside the assumptions, not a measured finding."""
-    from stabsim.report_findings import is_argument_erratum
+    from stabsim.reporting.findings import is_argument_erratum
 
     gap = {"verdict": PROOF_GAP, "qualifier": "", "errata_ids": "P0-E2", "can_fail": True}
     sat = {"verdict": "inconclusive", "qualifier": "shape: saturated", "errata_ids": "P4-F1", "can_fail": True}
@@ -375,7 +375,7 @@ def test_p0_calibration_rows_name_the_routes_that_do_certify_the_noise():
 
 
 def test_the_report_shows_each_audit_with_its_power_and_what_it_measured():
-    from stabsim.report import _audit_section
+    from stabsim.reporting.report import _audit_section
 
     rows = [{"check_kind": "audit", "tag": "AUDIT", "study": "p0_alg2_audit", "quantity": "sensitivity_ratio",
              "case": "noise_scale=1.0, threat_model=known_randomness", "verdict": "consistent", "qualifier": "",

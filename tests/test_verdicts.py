@@ -12,9 +12,9 @@ import pytest
 import xarray as xr
 
 from stabsim import get_loss, make_problem, run_twin
-from stabsim.measures import uas_mean, uas_quantile
+from stabsim.engine.measures import uas_mean, uas_quantile
 from stabsim.theory import get
-from stabsim.verdicts import (Verdict, bound_slope, check_bound, check_rate, fit_slope, rate_exponent,
+from stabsim.judging.rules import (Verdict, bound_slope, check_bound, check_rate, fit_slope, rate_exponent,
                               rate_rule)
 
 N, T, R, ETA = 100, 2000, 200, 0.05
@@ -134,7 +134,7 @@ def test_holm_multiplicity_over_coordinates():
     v = check_bound(many, [0.89] + [10.0] * 19, "EXPLICIT")
     assert v.verdict == "inconclusive" and v.n_significant == 0
     # Holm by hand: p = (0.001, 0.01, 0.04) at alpha 0.05 -> 0.001 <= 0.05/3, 0.01 <= 0.05/2, 0.04 <= 0.05
-    from stabsim.verdicts import holm_reject
+    from stabsim.judging.rules import holm_reject
     assert holm_reject([0.04, 0.001, 0.01], 0.05).tolist() == [True, True, True]
     assert holm_reject([0.04, 0.001, 0.03], 0.05).tolist() == [False, True, False]
 

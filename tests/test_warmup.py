@@ -1,4 +1,4 @@
-"""stabsim.warmup: the recorded kernels compile in worker processes into numba's on-disk cache,
+"""stabsim.compile.warmup: the recorded kernels compile in worker processes into numba's on-disk cache,
 once per source version, and a run then loads them; stabsim.study.warm: a few studies' kernels;
 tools/record_kernels.py: what is recorded.  No timing is asserted."""
 
@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 from numba import types
 
-from stabsim import kernel_signatures, rng, warmup
+from stabsim.compile import signatures as kernel_signatures
+from stabsim.engine import rng
+from stabsim.compile import warmup
 from stabsim.study import warm as study_warm
 
 SIG = (types.uint64, types.int64, types.Array(types.float64, 1, "C"))
@@ -52,8 +54,8 @@ def test_recorded_signatures_fit_the_kernels_arguments():
 
 
 def test_tasks_put_each_twin_replicate_alone_and_first():
-    entries = [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "_CPU_REPLICATES[3]", [SIG]),
-               ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.kernels.twin", "_CPU_REPLICATES[0]", [SIG])]
+    entries = [("stabsim.engine.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "_CPU_REPLICATES[3]", [SIG]),
+               ("stabsim.engine.rng", "fill_normal", [SIG]), ("stabsim.kernels.twin", "_CPU_REPLICATES[0]", [SIG])]
     tasks = warmup.tasks(entries)
     assert [t[0][1] for t in tasks[:2]] == ["_CPU_REPLICATES[3]", "_CPU_REPLICATES[0]"]
     assert sorted(e[1] for e in tasks[2]) == ["fill_normal", "fill_uniform"]
@@ -61,7 +63,7 @@ def test_tasks_put_each_twin_replicate_alone_and_first():
 
 def test_warm_compiles_in_workers_once_and_writes_the_marker(tmp_path, monkeypatch):
     monkeypatch.delenv("STABSIM_NO_WARMUP", raising=False)
-    entries = [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.rng", "no_such_kernel", [SIG])]
+    entries = [("stabsim.engine.rng", "fill_uniform", [SIG]), ("stabsim.engine.rng", "no_such_kernel", [SIG])]
     done = warmup.warm(processes=2, entries=entries, cache=tmp_path)
     assert done["compiled"] == 1 and done["failed"] == 1 and done["processes"] == 2
     assert (tmp_path / warmup.MARKER).exists()
@@ -72,7 +74,7 @@ def test_warm_compiles_in_workers_once_and_writes_the_marker(tmp_path, monkeypat
 
 
 def test_warm_is_skipped_on_one_core_and_on_request(tmp_path, monkeypatch):
-    entries = [("stabsim.rng", "fill_uniform", [SIG])]
+    entries = [("stabsim.engine.rng", "fill_uniform", [SIG])]
     assert warmup.warm(processes=1, entries=entries, cache=tmp_path) is None
     monkeypatch.setenv("STABSIM_NO_WARMUP", "1")
     assert warmup.warm(processes=2, entries=entries, cache=tmp_path) is None
@@ -85,7 +87,7 @@ def test_a_pool_that_cannot_start_leaves_the_run_to_compile(tmp_path, monkeypatc
 
     monkeypatch.setattr(warmup, "ProcessPoolExecutor", broken)
     said = []
-    entries = [("stabsim.rng", "fill_uniform", [SIG])]
+    entries = [("stabsim.engine.rng", "fill_uniform", [SIG])]
     assert warmup.warm(processes=2, entries=entries, cache=tmp_path, log=said.append) is None
     assert "warm-up skipped: OSError: no semaphores here" in said[-1]
     assert not (tmp_path / warmup.MARKER).exists()
@@ -115,15 +117,15 @@ def test_studies_records_name_kernels_of_the_suites_list():
 def test_warm_studies_compiles_only_what_is_not_cached(tmp_path, monkeypatch):
     import pickle
 
-    from stabsim import compile_beside
+    from stabsim.compile import beside as compile_beside
 
-    table = {"a": [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG])],
-             "b": [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.rng", "fill_normal", [SIG])]}
+    table = {"a": [("stabsim.engine.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG])],
+             "b": [("stabsim.engine.rng", "fill_uniform", [SIG]), ("stabsim.engine.rng", "fill_normal", [SIG])]}
     path = tmp_path / "studies.pkl"
     path.write_bytes(pickle.dumps(table))
     assert study_warm.study_entries(["a", "b", "user's own"], path) == [
-        ("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG]),
-        ("stabsim.rng", "fill_normal", [SIG])]
+        ("stabsim.engine.rng", "fill_uniform", [SIG]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG]),
+        ("stabsim.engine.rng", "fill_normal", [SIG])]
     asked = []
     monkeypatch.setattr(study_warm, "warm", lambda *a, **k: asked.append(k) or {"compiled": 1})
     cached = set()
@@ -158,18 +160,18 @@ def test_a_users_study_gets_the_kernels_every_alike_built_in_study_uses(tmp_path
         ("privacy_audit", "p2_alg1")
 
     other = "(float64,)"
-    table = {"a": [("stabsim.rng", "fill_uniform", [SIG, other]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG])],
-             "b": [("stabsim.rng", "fill_uniform", [SIG]), ("stabsim.rng", "fill_normal", [SIG])],
-             "c": [("stabsim.rng", "fill_normal", [SIG])]}
+    table = {"a": [("stabsim.engine.rng", "fill_uniform", [SIG, other]), ("stabsim.kernels.twin", "checkpoint_sums", [SIG])],
+             "b": [("stabsim.engine.rng", "fill_uniform", [SIG]), ("stabsim.engine.rng", "fill_normal", [SIG])],
+             "c": [("stabsim.engine.rng", "fill_normal", [SIG])]}
     path = tmp_path / "studies.pkl"
     path.write_bytes(pickle.dumps(table))
     like = {"mine": ("twin_risk", "p1_alg1"), "odd": ("twin_risk", "p4_alg1")}
     orig = study_warm.stand_ins
     monkeypatch.setattr(study_warm, "stand_ins", lambda kind, alg: orig(kind, alg, studies))
-    assert study_warm.study_entries(["mine"], path, like) == [("stabsim.rng", "fill_uniform", [SIG])]
+    assert study_warm.study_entries(["mine"], path, like) == [("stabsim.engine.rng", "fill_uniform", [SIG])]
     assert study_warm.study_entries(["odd", "mine2"], path, like) == []          # nothing alike / no likeness
     assert study_warm.study_entries(["c", "mine"], path, like) == [              # a recorded study: its record
-        ("stabsim.rng", "fill_normal", [SIG]), ("stabsim.rng", "fill_uniform", [SIG])]
+        ("stabsim.engine.rng", "fill_normal", [SIG]), ("stabsim.engine.rng", "fill_uniform", [SIG])]
     assert study_warm.study_entries(["mine"], path) == []                            # no likeness given: none
 
 

@@ -5,7 +5,7 @@
 ``stabsim/data/kernel_signatures.pkl``; then it runs every built-in study alone, each in a process
 of its own (``--used-by STUDY --into FILE``), and writes the kernels each used to
 ``stabsim/data/study_kernels.pkl``.  Both files hold (module, name, [signature, ...]) entries
-(``stabsim.kernel_signatures``).  Run it with an empty numba cache after a change of a kernel's
+(``stabsim.compile.signatures``).  Run it with an empty numba cache after a change of a kernel's
 parameters (tests/test_warmup.py says when).
 
 The recording runs turn off the cold start's specialised replicate and the data fillers' Python
@@ -57,7 +57,7 @@ def record(out=None) -> int:
     """Write every compiled signature of every stabsim kernel in this process to ``out`` (default
     ``stabsim/data/kernel_signatures.pkl``; run after the quick suite, in the same process, or
     after one study, ``--used-by``); the number of signatures written."""
-    from stabsim.kernel_signatures import SIGNATURES
+    from stabsim.compile.signatures import SIGNATURES
 
     entries = used_entries()
     with open(SIGNATURES if out is None else out, "wb") as fh:
@@ -69,7 +69,7 @@ def record_studies(study_ids, out=None) -> int:
     """For each study, the kernels a quick run of it alone uses (compiled or loaded from the
     cache), each study run in a process of its own (``--used-by``), written to ``out`` (default
     ``stabsim/data/study_kernels.pkl``); the number of studies recorded."""
-    from stabsim.kernel_signatures import STUDY_KERNELS
+    from stabsim.compile.signatures import STUDY_KERNELS
 
     table = {}
     env = dict(os.environ, STABSIM_NO_WARMUP="1")
@@ -95,7 +95,7 @@ def record_studies(study_ids, out=None) -> int:
 def _as_compiled() -> None:
     """Record the kernels the suite's runs use when they are compiled, not what a cold start does
     instead (a specialised replicate, small data sets drawn without compiled code)."""
-    from stabsim import rng
+    from stabsim.engine import rng
     from stabsim.kernels import twin
 
     twin.SPECIALISE_COLD = False
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     if rc != 0:   # an interrupted or failed suite would record a part of the list: nothing written
         print(f"the quick suite ended with status {rc}: nothing recorded", file=sys.stderr)
         return rc
-    from stabsim.kernel_signatures import SIGNATURES, STUDY_KERNELS
+    from stabsim.compile.signatures import SIGNATURES, STUDY_KERNELS
     from stabsim.study import default_studies_dir
 
     print(f"{record()} signatures -> {SIGNATURES}")

@@ -8,14 +8,14 @@ An *analysis function* ("check") turns a study's spec and its assembled Dataset 
     @register_check("my_check", description="one line")
     def my_check(spec, ds) -> CheckResult:
         res = CheckResult()
-        measure = uas_mean(ds)                       # stabsim.measures
-        v = check_bound(measure, bound, "EXPLICIT", key="P1.Thm4.uas")   # stabsim.verdicts
+        measure = uas_mean(ds)                       # stabsim.engine.measures
+        v = check_bound(measure, bound, "EXPLICIT", key="P1.Thm4.uas")   # stabsim.judging.rules
         fig = plot_bound_overlay(measure, [(get(key), bound)], verdicts=[v])
         res.add(v, figure=res.figure("thm4_uas.png", fig), explanation="...")
         return res
 
 A study names its check in ``[study] check = "my_check"`` (the registry of checks:
-``stabsim.registry.checks``).  ``stabsim.report_study.analyse(study_dir)`` loads ``data.nc`` and
+``stabsim.registry.checks``).  ``stabsim.reporting.analyse.analyse(study_dir)`` loads ``data.nc`` and
 the study text stored in it, runs the check, and writes ``summary.md``, ``figures/*.png`` and
 ``analysis.json`` into ``study_dir``.
 
@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..verdict_core import LITERAL_READING, PROOF_GAP
-from ..verdicts import OK_VERDICTS, Verdict
+from stabsim.judging.verdict import LITERAL_READING, PROOF_GAP
+from stabsim.judging.rules import OK_VERDICTS, Verdict
 
 __all__ = ["CheckResult", "sweep_slices", "constant_eta", "figure_name", "cell_setting", "check_kind", "CHECK_KINDS",
            "STAND_IN", "rate_explanation", "md_table"]
@@ -114,7 +114,7 @@ class CheckResult:
     def figure(self, name: str, fig) -> str:
         """Register ``fig`` under the file name ``name`` (``.png`` added); returns the name.
         ``fig``: a matplotlib Figure, or a function of no arguments that draws it;
-        ``stabsim.report_study.analyse`` draws, saves and closes those one at a time, so that a
+        ``stabsim.reporting.analyse.analyse`` draws, saves and closes those one at a time, so that a
         check of many figures (P1 Thm 4's tightness sweep: 24) does not hold them all at once."""
         name = name if name.endswith(".png") else name + ".png"
         self.figures.append((name, fig))

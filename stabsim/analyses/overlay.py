@@ -1,4 +1,4 @@
-"""The generic check ``overlay``: any measure (a function of ``stabsim.measures``, or a statistic of
+"""The generic check ``overlay``: any measure (a function of ``stabsim.engine.measures``, or a statistic of
 a formula over the data, ``stabsim.analyses.overlay_measure``) against any list of bounds.
 
 Configured in the study's ``[check]`` section (validated at parse time, ``stabsim.study``)::
@@ -7,7 +7,7 @@ Configured in the study's ``[check]`` section (validated at parse time, ``stabsi
     check = "overlay"
 
     [check]
-    measure = "uas_mean"             # a function of stabsim.measures
+    measure = "uas_mean"             # a function of stabsim.engine.measures
     x = "t"                          # the coordinate the bounds are evaluated along
     candidates = ["neighbour"]       # sweep axes of candidate neighbours: max over them
     by = ["n"]                       # the other sweep axes: one verdict row per combination
@@ -19,7 +19,7 @@ cell's loss and problem (``stabsim.setups.constants``), ``D`` = the diameter 2R 
 ``gamma``/``delta``/``eps`` (``[check] gamma`` or ``[bounds]``), ``[check] constants``, numeric
 attrs of the data set with the same name, and finally the coordinate ``x`` itself (its values
 override the cell's scalar).  EXPLICIT and EXPLICIT-DD bounds are judged by
-``stabsim.verdicts.check_bound`` (with the diameter 2R as the trivial bound of distance
+``stabsim.judging.rules.check_bound`` (with the diameter 2R as the trivial bound of distance
 measures); RATE bounds need per-replicate slopes and are refused here (use a specific check).
 """
 
@@ -30,10 +30,10 @@ import math
 
 import numpy as np
 
-from ..registry import register_check, twin_problem
-from ..registry.formulas import with_variant
-from .base import CheckResult, cell_setting, figure_name, sweep_slices
-from .overlay_measure import check_constants, statistic_measure
+from stabsim.registry import register_check, twin_problem
+from stabsim.registry.formulas import with_variant
+from stabsim.analyses.base import CheckResult, cell_setting, figure_name, sweep_slices
+from stabsim.analyses.overlay_measure import check_constants, statistic_measure
 
 #: measures whose value is a distance between two points of W (bounded by the diameter 2R).
 _DISTANCE_QUANTITIES = ("uas_mean", "uas_quantile", "iterate_dist", "iterate_dist_quantile", "sensitivity")
@@ -43,7 +43,7 @@ def _loss_constants(params, spec=None) -> dict:
     """G, L, kappa, D (and the radius) of the cell's loss on its problem (or, on real data, with
     kappa = the largest row norm of the cell's training rows); only kappa = sup||x|| of the
     problem for a kind without a loss; {} where unknown."""
-    from ..setups.constants import cell_constants, source_constants
+    from stabsim.setups.constants import cell_constants, source_constants
 
     if "algorithm" not in params or "loss" not in params["algorithm"]:
         if "problem" in params.get("data", {}) and not (spec is not None and getattr(spec, "data_source", None)):
@@ -101,7 +101,7 @@ def _values(spec, params, c, ds) -> dict:
 def _call_bound(b, vals: dict):
     params = inspect.signature(b.func).parameters
     if any(p.kind is p.VAR_KEYWORD for p in params.values()) and getattr(b.func, "names", None) is None:
-        from ..theory.registry import _REGISTRY  # a wrapped registry bound: the original names its arguments
+        from stabsim.theory.registry import _REGISTRY  # a wrapped registry bound: the original names its arguments
 
         orig = _REGISTRY.get(b.key)
         if orig is not None and orig.func is not b.func:
@@ -141,9 +141,9 @@ def _bound_values(b, vals: dict, shape) -> np.ndarray:
 def bound_verdicts(measure, bounds_reg, vals: dict, x: str, *, trivial_bound=None, notes=()) -> tuple[list, list]:
     """Every bound of ``bounds_reg`` evaluated along ``x`` (``vals`` binds its arguments by name;
     ``vals[x]`` holds the coordinates) and judged against ``measure`` by
-    ``stabsim.verdicts.check_bound``.  Returns ``([(bound, values), ...], [Verdict, ...])``, the
-    curves in the form ``stabsim.plots.plot_bound_overlay`` takes."""
-    from ..verdicts import check_bound
+    ``stabsim.judging.rules.check_bound``.  Returns ``([(bound, values), ...], [Verdict, ...])``, the
+    curves in the form ``stabsim.judging.plots.plot_bound_overlay`` takes."""
+    from stabsim.judging.rules import check_bound
 
     curves, verdicts = [], []
     for b in bounds_reg:
@@ -155,7 +155,7 @@ def bound_verdicts(measure, bounds_reg, vals: dict, x: str, *, trivial_bound=Non
 
 
 def _measure(spec, cfg, sub, cands_axes, env):
-    from .. import measures
+    from stabsim.engine import measures
 
     if cfg.get("value"):
         if cands_axes:
@@ -192,7 +192,7 @@ def _measure(spec, cfg, sub, cands_axes, env):
 @register_check("overlay", description="generic: a measure ([check] measure, or value + statistic) against a list of bounds "
                                        "([check] bounds, registry keys or custom.*), one figure per case")
 def check_overlay(spec, ds) -> CheckResult:
-    from ..theory import get
+    from stabsim.theory import get
 
     cfg = spec.check
     if not cfg or not (cfg.get("measure") or cfg.get("value")):
@@ -271,7 +271,7 @@ def _guard_design(spec, cfg: dict, quantity: str, notes: list) -> None:
 
 def _overlay_case(res, spec, cfg, sub, params, c, vals, bounds_reg, label) -> None:
     """One case (a cell, or a variant of it): the measure, every bound along x, the verdicts and one figure."""
-    from ..plots import plot_bound_overlay
+    from stabsim.judging.plots import plot_bound_overlay
 
     x, cands = cfg.get("x") or "t", list(cfg.get("candidates") or [])
     cfg, notes = _prepare_measure_config(spec, cfg, bounds_reg)

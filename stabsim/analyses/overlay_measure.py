@@ -1,6 +1,6 @@
 """The measured side of the overlay check: a statistic of a formula over a study's data.
 
-Instead of a named measure of ``stabsim.measures``, a study may describe its measure in the
+Instead of a named measure of ``stabsim.engine.measures``, a study may describe its measure in the
 ``[check]`` section (issue 16, item 3)::
 
     [check]
@@ -16,7 +16,7 @@ Instead of a named measure of ``stabsim.measures``, a study may describe its mea
     quantity = "gen_gap"              # default: the first bound's registered quantity
     constants = {dist_sq = "max_all(wS_dist0_sq)", B = "1 + margin_range"}
 
-Formulas go through the restricted evaluator of ``stabsim.custom_bounds`` (never ``eval``):
+Formulas go through the restricted evaluator of ``stabsim.theory.custom_bounds`` (never ``eval``):
 numbers, names, ``+ - * / **``, the elementwise functions of ``custom_bounds.FUNCTIONS`` and the
 reductions of ``stabsim.registry.formulas`` (where a study's formulas are compiled at parse time).  In ``value`` a name is a data variable or coordinate of the cell (an xarray
 DataArray, so the arithmetic keeps its dims), a numeric attribute of the data set, a cell value
@@ -33,7 +33,7 @@ one verdict row per variant, labelled by it.
 
 Statistics (all over the replicate axis, per coordinate x):
 
-``mean``      ``stabsim.measures.mean_ci`` (Student t, 95 %);
+``mean``      ``stabsim.engine.measures.mean_ci`` (Student t, 95 %);
 ``quantile``  the empirical p-quantile X_(ceil(R p)) with the distribution-free order-statistic
               CI (``measures.order_statistic_ci_indices``; an end beyond the sample is -inf/+inf);
 ``max``       the maximum over replicates, for deterministic statements that every run must
@@ -45,9 +45,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..custom_bounds import ExprError
-from ..measures import REPLICATE, mean_ci, quantile_ci
-from ..registry.formulas import STATISTICS, compile_formula
+from stabsim.theory.custom_bounds import ExprError
+from stabsim.engine.measures import REPLICATE, mean_ci, quantile_ci
+from stabsim.registry.formulas import STATISTICS, compile_formula
 
 
 def evaluate(text: str, env: dict, where: str):

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..measures import REPLICATE, mean_ci
+from stabsim.engine.measures import REPLICATE, mean_ci
 
-from ..registry import register_check, twin_problem
-from ..verdicts import check_bound, check_rate
-from .base import CheckResult, figure_name, rate_explanation, sweep_slices
-from .p0_measures import overlay, rate_figure
+from stabsim.registry import register_check, twin_problem
+from stabsim.judging.rules import check_bound, check_rate
+from stabsim.analyses.base import CheckResult, figure_name, rate_explanation, sweep_slices
+from stabsim.analyses.p0_measures import overlay, rate_figure
 
 # ---- check p0_rademacher (Lemma 4 / 5) ---------------------------------------------------------
 
@@ -28,7 +28,7 @@ from .p0_measures import overlay, rate_figure
 def check_rademacher(spec, ds) -> CheckResult:
     """P0 Lemma 4 (EXPLICIT, linear and AUC hinge classes) and Lemma 5 (RATE in t, nuclear ball) on a
     ``p0_rademacher`` study."""
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     keys = spec.bounds.get("keys", [])

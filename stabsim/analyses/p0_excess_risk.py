@@ -21,13 +21,13 @@ import math
 
 import numpy as np
 
-from ..measures import REPLICATE
-from ..setups.p0 import risk_constants
-from ..rates import SHAPE_SATURATED
-from ..verdicts import check_bound, check_rate, rate_exponent
-from ..registry import register_check
-from .base import CheckResult, figure_name
-from .p0_measures import max_measure, overlay, quantile_measure, rate_figure, stack_n
+from stabsim.engine.measures import REPLICATE
+from stabsim.setups.p0 import risk_constants
+from stabsim.judging.rates import SHAPE_SATURATED
+from stabsim.judging.rules import check_bound, check_rate, rate_exponent
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name
+from stabsim.analyses.p0_measures import max_measure, overlay, quantile_measure, rate_figure, stack_n
 
 _VACUOUS = ("the bound is far above the loss range (c_1 = 100 sqrt(6) e^{3/2} G max(1,G) ln(6e/gamma) and "
             "c_2 = (6 + 19e)(M + GD) make it vacuous at simulation sizes, docs/errata.md, Conventions)")
@@ -148,7 +148,7 @@ def _reading(v) -> str:
 def _thm2_thm3(res, s):
     """P0 Thm 2 (bounded W: T = n^2, eta ~ n^{-3/2}) and Thm 3 (unbounded W, W_t of Lemma A.10):
     the (1-gamma)-quantile of R(w_bar_T) - R(w*) vs the bound at the measured Rademacher averages."""
-    from ..theory import get
+    from stabsim.theory import get
 
     for prefix, thm in (("P0.Thm2.excess", 2), ("P0.Thm3.excess", 3)):
         ks = [k for k in s.keys if k.startswith(prefix)]
@@ -178,7 +178,7 @@ def _thm2_thm3(res, s):
 def _thm5(res, s, ks5, sig, delta, reading):
     """P0 Thm 5: the (1-gamma)-quantile of R(w_priv) - R(w*) of Alg. 2's output vs the bound at the
     sigma of Eq. (5)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     Fp = s.rv("F_priv")
     m = quantile_measure(Fp - s.Fstar[None, :], s.gamma, s.coord, widen=2 * s.rv("F_priv_se").mean(0),
@@ -209,7 +209,7 @@ def _thm5(res, s, ks5, sig, delta, reading):
 def _lemA12(res, s, ks12, sig):
     """P0 Lemma A.12: the (1-gamma)-quantile of the utility loss R(w_priv) - R(w_bar_T) vs
     2 G sigma sqrt(d) ln^{1/4}(1/gamma) (printed, P0-E10) and the proof's form, along sigma."""
-    from ..theory import get
+    from stabsim.theory import get
 
     gamma, G, dim = s.gamma, s.G, s.dim
     diff = s.rv("F_priv") - s.F
@@ -240,7 +240,7 @@ def _lemA12(res, s, ks12, sig):
 def _gen_gap(res, s, ksA6):
     """P0 Thm A.6 (stability -> generalization at the proof-form Eq. (9), gamma/2 each) and Cor A.6
     (at each run's ||w_bar_T||): the (1-gamma)-quantile of R(w_bar_T) - R_S(w_bar_T)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     gap = s.F - s.rv("FS_out")
     m = quantile_measure(gap, s.gamma, s.coord, widen=2 * s.Fse, quantity="gen_gap_quantile",
@@ -251,7 +251,7 @@ def _gen_gap(res, s, ksA6):
     bounds, verdicts = [], []
     for k in ksA6:
         if k.startswith("P0.ThmA6"):
-            from ..theory.p0 import eq9_avg_proof
+            from stabsim.theory.p0 import eq9_avg_proof
             if not s.bounded:
                 raise ValueError("Thm A.6 needs a bounded output (||A(S)|| <= B): use a constraint l2:R")
             eps_stab = eq9_avg_proof(T=s.T, n=s.ns, eta=s.eta, G=s.G, gamma=s.gamma / 2)
@@ -276,7 +276,7 @@ def _gen_gap(res, s, ksA6):
 
 def _thmA8(res, s):
     """P0 Thm A.8: the (1-gamma)-quantile of the optimization error R_S(w_bar_T) - R_S(w*)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     if s.rad_W is None:
         raise ValueError("Thm A.8 needs the Rademacher averages: set [p0] rad_samples > 0")
@@ -301,7 +301,7 @@ def _thmA8(res, s):
 
 def _lemA10(res, s):
     """P0 Lemma A.10 (deterministic): the maximum over runs of ||w_{t+1}||^2 at each n, along t."""
-    from ..theory import get
+    from stabsim.theory import get
 
     k = "P0.LemA10.iterate_norm_sq"
     G, M, eta, label, sub = s.G, s.M, s.eta, s.label, s.sub
@@ -355,7 +355,7 @@ def _explicit_key(rate_key: str) -> str:
 def _explicit_shape(rate_key: str, s, sig, spec):
     """The explicit Theorem 5 bound over the sweep (its log factors are what the O~ rate hides), or
     None when it cannot be evaluated (not positive and finite)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     try:
         b = get(_explicit_key(rate_key))(T=s.T, n=s.ns, eta=s.eta, G=s.G, M=s.M, D=2 * s.Rball, gamma=s.gamma,
@@ -369,7 +369,7 @@ def _explicit_shape(rate_key: str, s, sig, spec):
 def _rates(res, s, spec, sig):
     """The RATE claims (P0 Thm 2 / 3 / 5, Cor 1 / 2): the log-log slope in n of the replicate-mean
     excess risk (of w_priv for the private claims) vs the theorem's nominal exponent."""
-    from ..theory import get
+    from stabsim.theory import get
 
     ns, dim, Rball, label = s.ns, s.dim, s.Rball, s.label
     rate_keys = [k for k in s.keys if get(k).tag == "RATE"]

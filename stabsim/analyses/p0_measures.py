@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..measures import order_statistic_bounds
-from .base import sweep_slices
+from stabsim.engine.measures import order_statistic_bounds
+from stabsim.analyses.base import sweep_slices
 
 
 def quantile_measure(values, gamma, coord, widen=None, quantity="", level=0.95, note=""):
@@ -47,16 +47,16 @@ def max_measure(values, coord, quantity, note):
 
 def overlay(res, fname, measure, bounds, verdicts, setting, x=None):
     """Register the figure ``fname`` of ``measure`` against ``bounds`` ((registry key, values) pairs)."""
-    from ..plots import plot_bound_overlay
-    from ..theory import get
+    from stabsim.judging.plots import plot_bound_overlay
+    from stabsim.theory import get
 
     fig = plot_bound_overlay(measure, [(get(k), v) for k, v in bounds], verdicts=verdicts, setting=setting, x=x)
     return res.figure(fname, fig)
 
 
 def rate_figure(res, fname, x, fit, verdict, quantity, xname, title):
-    """Register the figure ``fname`` of a RATE verdict's log-log fit (``stabsim.plots.plot_rate_fit``)."""
-    from ..plots import plot_rate_fit
+    """Register the figure ``fname`` of a RATE verdict's log-log fit (``stabsim.judging.plots.plot_rate_fit``)."""
+    from stabsim.judging.plots import plot_rate_fit
 
     return res.figure(fname, plot_rate_fit(x, fit, verdict, quantity=quantity, xname=xname, title=title))
 

@@ -16,10 +16,10 @@ import math
 
 import numpy as np
 
-from ..measures import REPLICATE
-from ..verdicts import Verdict
-from ..registry import register_check
-from .base import CheckResult, figure_name, sweep_slices
+from stabsim.engine.measures import REPLICATE
+from stabsim.judging.rules import Verdict
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, sweep_slices
 
 
 def _reading_verdict(key, used, eps, delta, Delta, Dproof, need, n_replicates):
@@ -27,7 +27,7 @@ def _reading_verdict(key, used, eps, delta, Delta, Dproof, need, n_replicates):
     ``used`` buys (analytic Gaussian mechanism, mu = Delta_T / sigma, at delta/2, + failure delta/2)
     against each eps of the sweep.  Returns (verdict, eps bought, index of the worst eps, the eps
     not made private, the verdict's notes, whether every eps is met)."""
-    from ..privacy.exact import gdp_epsilon
+    from stabsim.privacy.exact import gdp_epsilon
 
     # exact eps bought: Gaussian mechanism (analytic GDP, mu = Delta_T/sigma) at delta/2, + failure delta/2
     bought = np.array([gdp_epsilon(delta / 2, Delta / math.sqrt(u)) for u in used])
@@ -80,7 +80,7 @@ def _other_routes(used, eps, delta: float, Dproof: float, diam: float) -> str:
     the argument from a failure of the mechanism: the proof-form Delta_T (P0-E4, at delta/2 + failure
     delta/2) and, when W is bounded, its diameter (w_bar_T lies in W, so ||w_bar_T - w_bar'_T|| <= diam W
     always: no failure event, the Gaussian mechanism at the full delta)."""
-    from ..privacy.exact import gdp_epsilon
+    from stabsim.privacy.exact import gdp_epsilon
 
     sig = np.sqrt(np.asarray(used, dtype=float))
     out = []
@@ -121,9 +121,9 @@ def _sigma_figure(res, label, eps, need, need_proof, curves, verdicts, Delta, Dp
                                         "sigma the Gaussian mechanism needs for the proof's sensitivity")
 def check_sigma(spec, ds) -> CheckResult:
     """P0 Thm 4 on a ``p0_calib`` study swept over eps: one CONDITION row per reading of Eq. (5)."""
-    from ..privacy.calibration import p0_delta_T
-    from ..privacy.exact import gdp_mu
-    from ..theory import get
+    from stabsim.privacy.calibration import p0_delta_T
+    from stabsim.privacy.exact import gdp_mu
+    from stabsim.theory import get
 
     res = CheckResult()
     delta = spec.sections["privacy"]["delta"]
@@ -140,7 +140,7 @@ def check_sigma(spec, ds) -> CheckResult:
         mu_need = np.array([gdp_mu(e, delta / 2) for e in eps])
         need = (Delta / mu_need) ** 2
         need_proof = (Dproof / mu_need) ** 2
-        from ..constraints import get_constraint
+        from stabsim.engine.constraints import get_constraint
         diam = get_constraint(params["algorithm"]["constraint"]).diameter
         dist = sub["dist_out"].transpose(..., REPLICATE).values
         maxdist = float(np.max(dist))

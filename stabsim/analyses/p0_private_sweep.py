@@ -31,14 +31,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..measures import REPLICATE
-from ..rates import SHAPE_SATURATED, bound_slope
-from ..setups.p0 import risk_constants
-from ..verdicts import check_rate, rate_exponent
-from ..registry import register_check
-from .base import CheckResult, figure_name, sweep_slices
-from .p0_excess_risk import rate_log_factors
-from .p0_measures import rate_figure
+from stabsim.engine.measures import REPLICATE
+from stabsim.judging.rates import SHAPE_SATURATED, bound_slope
+from stabsim.setups.p0 import risk_constants
+from stabsim.judging.rules import check_rate, rate_exponent
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, sweep_slices
+from stabsim.analyses.p0_excess_risk import rate_log_factors
+from stabsim.analyses.p0_measures import rate_figure
 
 #: the noise of Alg. 2 is small against W when sigma sqrt(d) <= LINEAR_REGIME x R at every swept x
 #: (typical ||u|| at most half the radius): then w_priv - w_bar_T ~ u and the utility loss follows the
@@ -65,7 +65,7 @@ def _rv(sub, var):
 
 def _row(res, spec, key, axis, label, params, sub):
     """One RATE row: the slope in x (1/eps or d) of E|R(w_priv) - R(w_bar_T)| vs the claim's exponent."""
-    from ..theory import get
+    from stabsim.theory import get
 
     bnd = get(key)
     xname, to_x, sign = _AXES[axis]
@@ -149,7 +149,7 @@ def _row(res, spec, key, axis, label, params, sub):
 def check_private_sweep(spec, ds) -> CheckResult:
     """P0 Thm 5 / Cor 2 RATE claims along eps and d (module docstring): one row per listed key and per swept
     axis (eps, d) that the key has an exponent in, for every slice of the other axes."""
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     keys = spec.bounds.get("keys", [])

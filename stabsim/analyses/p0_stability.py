@@ -18,13 +18,13 @@ import math
 
 import numpy as np
 
-from ..measures import uas_quantile
-from ..setups.constants import cell_constants
+from stabsim.engine.measures import uas_quantile
+from stabsim.setups.constants import cell_constants
 
 
-from ..verdicts import check_bound
-from ..registry import register_check
-from .base import CheckResult, cell_setting, constant_eta, figure_name, sweep_slices
+from stabsim.judging.rules import check_bound
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, cell_setting, constant_eta, figure_name, sweep_slices
 
 
 def _G(params) -> tuple[float, float]:
@@ -34,8 +34,8 @@ def _G(params) -> tuple[float, float]:
 
 
 def _overlay(res, name, measure, bounds, verdicts, params, extra=""):
-    from ..plots import plot_bound_overlay
-    from ..theory import get
+    from stabsim.judging.plots import plot_bound_overlay
+    from stabsim.theory import get
 
     fig = plot_bound_overlay(measure, [(get(k), v) for k, v in bounds], verdicts=verdicts,
                              setting=cell_setting(params, extra))
@@ -67,7 +67,7 @@ def check_thm1_gamma(spec, ds) -> CheckResult:
     """P0 Thm 1 (Eq. (3)) and Eq. (9) at each gamma of ``GAMMA_LADDER``: the (1-gamma)-quantile of the
     coupled distance against the bound at that gamma (the rows of ``p0_thm1``, labelled by gamma), so the
     bounds' ln(1/gamma) dependence is checked at more than one level.  Needs enough replicates for a finite
-    upper CI end of the 0.99-quantile (``stabsim.measures.order_statistic_bounds``)."""
+    upper CI end of the 0.99-quantile (``stabsim.engine.measures.order_statistic_bounds``)."""
     res = CheckResult()
     for g in GAMMA_LADDER:
         _thm1_rows(res, spec, ds, g, tag=f"gamma={g:g}")
@@ -77,7 +77,7 @@ def check_thm1_gamma(spec, ds) -> CheckResult:
 def _thm1_rows(res, spec, ds, gamma, tag=""):
     """The rows of ``p0_thm1`` at the confidence level ``gamma``; ``tag`` prefixes labels, figures and
     measured names (one set of rows per gamma)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     keys = spec.bounds.get("keys", [])
     # the squared-distance bounds (Eq. (3)/(9) as printed) and their square roots (the distance itself)

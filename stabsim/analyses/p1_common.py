@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import xarray as xr
 
-from ..measures import mean_ci
-from .base import cell_setting, figure_name
+from stabsim.engine.measures import mean_ci
+from stabsim.analyses.base import cell_setting, figure_name
 
 
 def overlay_figure(res, key, measure, bounds, verdicts, label, params, extra="", x="t"):
     """Draw the measure against the bounds ``[(key, values)]`` with their verdicts and register the figure
     as ``figure_name(key, label)`` in ``res``; returns the figure's name."""
-    from ..plots import plot_bound_overlay
-    from ..theory import get
+    from stabsim.judging.plots import plot_bound_overlay
+    from stabsim.theory import get
 
     entries = [(get(k), vals) for k, vals in bounds]
     fig = plot_bound_overlay(measure, entries, verdicts=verdicts, x=x, setting=cell_setting(params, extra))
@@ -46,8 +46,8 @@ def rate_figure(res, key, x, measure, bound, verdict, params, xname, setting="",
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from ..plots import default_title, plot_bound_overlay, plot_rate_fit
-    from ..theory import get
+    from stabsim.judging.plots import default_title, plot_bound_overlay, plot_rate_fit
+    from stabsim.theory import get
 
     fig = Figure(figsize=(13.0, 5.2), layout="constrained")
     FigureCanvasAgg(fig)
@@ -76,7 +76,7 @@ def loss_sup(loss: str, kappa: float, radius: float, q: float | None = None) -> 
     the trivial bound of a generalization gap |F_S(w) - F(w)| or of F_S(w) - min F_S for w in the ball."""
     import math
 
-    from ..losses import HINGE, LOGISTIC, get_loss
+    from stabsim.engine.losses import HINGE, LOGISTIC, get_loss
 
     if not math.isfinite(radius):
         return None

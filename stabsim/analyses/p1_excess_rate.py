@@ -16,12 +16,12 @@ import math
 
 import numpy as np
 
-from ..measures import REPLICATE
-from ..setups.constants import cell_constants
-from ..verdicts import Verdict, check_rate, rate_exponent
-from ..registry import register_check
-from .base import CheckResult, figure_name, rate_explanation, sweep_slices
-from .p1_common import label_suffix, measure_over, rate_figure, rate_setting
+from stabsim.engine.measures import REPLICATE
+from stabsim.setups.constants import cell_constants
+from stabsim.judging.rules import Verdict, check_rate, rate_exponent
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, rate_explanation, sweep_slices
+from stabsim.analyses.p1_common import label_suffix, measure_over, rate_figure, rate_setting
 
 
 # ---- Theorems 1-3 (kind p1_excess) ----------------------------------------------------------------
@@ -37,7 +37,7 @@ _EXCESS_KEYS = ("P1.Thm1.rate", "P1.Thm2.rate", "P1.Thm3.rate")
                                               "of the theorem vs the claimed exponent")
 def check_excess_rate(spec, ds) -> CheckResult:
     """P1 Thm 1/2/3: the log-log slope in n of the mean excess risk against the theorem's exponent."""
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     keys = [k for k in spec.bounds.get("keys", []) if k in _EXCESS_KEYS]
@@ -98,7 +98,7 @@ def check_excess_rate(spec, ds) -> CheckResult:
                                      "reading) and the step-size condition eta <= 2/L")
 def check_dp(spec, ds) -> CheckResult:
     """P1 Thm 10: slope in n of the excess risk of Alg. 3 per (eps, step reading), and the step condition."""
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     keys = spec.bounds.get("keys", [])
@@ -109,7 +109,7 @@ def check_dp(spec, ds) -> CheckResult:
     for label, params, sub in sweep_slices(spec, ds, consumed=("n",)):
         pr, a = params["privacy"], params["algorithm"]
         c = cell_constants(params)
-        from ..constraints import get_constraint
+        from stabsim.engine.constraints import get_constraint
         D = get_constraint(a["constraint"]).diameter
         n = sub["n"].values.astype(float)
         y = sub["excess"].transpose(REPLICATE, "n")

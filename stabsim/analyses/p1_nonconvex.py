@@ -11,12 +11,12 @@ import math
 
 import numpy as np
 
-from ..measures import REPLICATE
-from ..setups.constants import cell_constants
-from ..verdicts import check_bound
-from ..registry import register_check
-from .base import CheckResult, sweep_slices
-from .p1_common import label_suffix, loss_sup, measure_over, overlay_figure
+from stabsim.engine.measures import REPLICATE
+from stabsim.setups.constants import cell_constants
+from stabsim.judging.rules import check_bound
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, sweep_slices
+from stabsim.analyses.p1_common import label_suffix, loss_sup, measure_over, overlay_figure
 
 
 def _alpha0_sq(sub):
@@ -52,7 +52,7 @@ def pl_trivial_bound(params, c, cert: float) -> tuple[float | None, str]:
                                        "iterate) with measured alpha_0^2 and F_S(w_0)")
 def check_path(spec, ds) -> CheckResult:
     """P1 Thm 8 (running mean of ||grad F_S||^2) and Thm 9 (PL gap of the last iterate), EXPLICIT-DD."""
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     keys = [k for k in spec.bounds.get("keys", []) if k in ("P1.Thm8.grad", "P1.Thm9.pl")]

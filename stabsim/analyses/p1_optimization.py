@@ -17,14 +17,14 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..measures import REPLICATE, empirical_quantile_index, order_statistic_ci_indices
-from ..setups.constants import cell_constants
-from ..rates import bound_slope, rate_power, shape_band
-from ..verdict_core import LITERAL_READING
-from ..verdicts import SlopeFit, Verdict, check_rate, rate_class, rate_exponent
-from ..registry import register_check
-from .base import CheckResult, figure_name, rate_explanation, sweep_slices
-from .p1_common import measure_over, rate_figure, rate_setting
+from stabsim.engine.measures import REPLICATE, empirical_quantile_index, order_statistic_ci_indices
+from stabsim.setups.constants import cell_constants
+from stabsim.judging.rates import bound_slope, rate_power, shape_band
+from stabsim.judging.verdict import LITERAL_READING
+from stabsim.judging.rules import SlopeFit, Verdict, check_rate, rate_class, rate_exponent
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, rate_explanation, sweep_slices
+from stabsim.analyses.p1_common import measure_over, rate_figure, rate_setting
 
 
 # ---- Thm 6(b) / 7(b): strongly convex rates in t (kind twin_risk) --------------------------------
@@ -32,7 +32,7 @@ from .p1_common import measure_over, rate_figure, rate_setting
 def _quantile_fit(x, vals, p, level, n_boot, seed) -> tuple[SlopeFit, np.ndarray]:
     """Log-log slope of the empirical p-quantile over replicates (rows) against x, with a
     paired percentile bootstrap over replicates (the same resample at every x)."""
-    from ..measures import bootstrap_counts
+    from stabsim.engine.measures import bootstrap_counts
 
     R, m = vals.shape
     k = empirical_quantile_index(R, p) - 1
@@ -111,7 +111,7 @@ def check_sc_rate(spec, ds) -> CheckResult:
 
 def _sc_row(res, spec, key, label, params, gap, t, c, alpha, delta, notes, output):
     """One Thm 6(b) (mean, ``check_rate``) or Thm 7(b) (quantile slope, paired bootstrap) row of ``p1_sc_rate``."""
-    from ..theory import get
+    from stabsim.theory import get
 
     if key == "P1.Thm6b.rate":
         measure = measure_over(gap, "opt_error", "E_A F_S(w_bar_t) - F_S(w_hat) + certificate")
@@ -190,7 +190,7 @@ def _buffer_explanation(v, local) -> str:
                                          "per s, slope in s vs +1/2 at the last t")
 def check_buffer(spec, ds) -> CheckResult:
     """P1 Remark 7: the slope in T per buffer size s (-1/2) and the slope in s at the largest T (+1/2)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     key = "P1.Rem7.buffer_rate"

@@ -21,10 +21,10 @@ import math
 
 import numpy as np
 
-from ..setups.p1 import METHOD_LABELS, METHOD_NAMES, PAPER_NAME
-from ..verdicts import Verdict
-from ..registry import register_check
-from .base import CheckResult
+from stabsim.setups.p1 import METHOD_LABELS, METHOD_NAMES, PAPER_NAME
+from stabsim.judging.rules import Verdict
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult
 
 
 #: P1 Table 1 (mean, std), verbatim from the paper (seed 001, Sec. 6).
@@ -50,7 +50,7 @@ COMPETITIVE_ABS, COMPETITIVE_SD = 0.01, 2.0
 
 def _cell_values(spec, ds):
     """[(dataset, method, sub-dataset)] over the cells present."""
-    from ..analyses.base import sweep_slices
+    from stabsim.analyses.base import sweep_slices
 
     out = []
     for _label, params, sub in sweep_slices(spec, ds):
@@ -169,7 +169,7 @@ def _add_notes(res, spec, rows, stats):
 @register_check("p1_table1", description="P1 Table 1 / Fig. 1 reproduction: test AUC vs the paper, CPU time vs AUC")
 def check_table1(spec, ds) -> CheckResult:
     """P1 Table 1 / Figure 1: REPRO rows per (data set, method) and the two CLAIM rows per data set."""
-    from .. import datasets
+    from stabsim.engine import real_datasets as datasets
 
     res = CheckResult()
     cells = _cell_values(spec, ds)
@@ -239,7 +239,7 @@ def _table_figure(stats, dsets, meths):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from .. import datasets
+    from stabsim.engine import real_datasets as datasets
 
     fig = Figure(figsize=(max(7.0, 1.7 * len(dsets)), 5.0), layout="constrained")
     FigureCanvasAgg(fig)

@@ -13,12 +13,12 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..measures import mean_ci, uas_mean
-from ..setups.constants import cell_constants
-from ..verdicts import check_bound
-from ..registry import register_check
-from .base import CheckResult, constant_eta, sweep_slices
-from .p1_common import loss_sup, overlay_figure
+from stabsim.engine.measures import mean_ci, uas_mean
+from stabsim.setups.constants import cell_constants
+from stabsim.judging.rules import check_bound
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, constant_eta, sweep_slices
+from stabsim.analyses.p1_common import loss_sup, overlay_figure
 
 
 # ---- Thm 4 / Thm 5: UAS ------------------------------------------------------------------------
@@ -57,8 +57,8 @@ def lem1_trivial_bound(params, c) -> tuple[float | None, str]:
                                        "(measured, and the Thm 4/5 UAS bound)")
 def check_lem1(spec, ds) -> CheckResult:
     """P1 Lemma 1: |E[F_S - F]| against 2 eps_stab with eps_stab = G x measured UAS and G x the Thm 4/5 bound."""
-    from ..losses import get_loss
-    from ..theory import get
+    from stabsim.engine.losses import get_loss
+    from stabsim.theory import get
 
     res = CheckResult()
     if "P1.Lem1.gen" not in spec.bounds.get("keys", []):

@@ -15,7 +15,7 @@ the key comes from ``[bounds] keys``, one of ``THEOREMS``)
     P4's measured-input bound).
     (3) Searched vs hand-picked on the same fresh replicate ids: the paired difference
     searched - max(flip, farthest) at T with its CI (means), or the CIs side by side (quantiles).
-    (4) With ``[lower_bound] instance``: the instance (``stabsim.lower_bounds``) against the bound at its
+    (4) With ``[lower_bound] instance``: the instance (``stabsim.engine.lower_bounds``) against the bound at its
     own n, eta, G (a second row) and its exponent in t over the instance's window against sqrt(t) (a third
     row), next to the event model's prediction.  One figure: bound, flip, farthest, fresh and the searched
     worst case against t (left), the lower-bound instance (right).
@@ -36,13 +36,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import xarray as xr
 
-from ..measures import mean_ci, uas_mean, uas_quantile
-from ..setups.constants import cell_constants
-from ..setups.p1 import NEIGHBOURS, ON_AVERAGE
-from ..verdicts import bound_slope, check_bound, check_rate, fit_slope
-from ..registry import register_check
-from .base import CheckResult, cell_setting, constant_eta, figure_name, sweep_slices
-from .tightness_figure import sweep_figure, tightness_figure
+from stabsim.engine.measures import mean_ci, uas_mean, uas_quantile
+from stabsim.setups.constants import cell_constants
+from stabsim.setups.p1 import NEIGHBOURS, ON_AVERAGE
+from stabsim.judging.rules import bound_slope, check_bound, check_rate, fit_slope
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, cell_setting, constant_eta, figure_name, sweep_slices
+from stabsim.analyses.tightness_figure import sweep_figure, tightness_figure
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def _measure(sub, name, thm, gamma):
 
 def _bound(key, thm, t, n, eta, c, gamma, sub, notes):
     """The bound on t (P4: at the measured sum_j eta^2 E[F_S(w_j)], the CI lower end floored at 0)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     if key.startswith("P1."):
         return np.asarray(get(key)(t=t, n=n, eta=eta, G=c["G"]), float)
@@ -219,7 +219,7 @@ def tightness_trivial(c, eta, t, measure: str, sigma=0.0) -> tuple[np.ndarray | 
     gradients, of norm <= G; the searched x' lies in the ball of radius kappa, so G still holds; a projection is
     non-expansive) moves them apart by at most 2 eta G, and an average of iterates is no farther apart than
     the farthest of them.  The smaller of the two, squared for E||.||^2."""
-    from ..verdicts import coupled_distance_cap
+    from stabsim.judging.rules import coupled_distance_cap
 
     what = []
     if np.isfinite(c["radius"]):
@@ -313,7 +313,7 @@ def lower_bound_trivial(inst, t) -> tuple[np.ndarray, str]:
     one pair's loss, of norm <= G (``inst.G`` is the sup of ||x - x'|| over the +/- pairs of S and S', the
     AUC hinge's Lipschitz constant; same-label pairs have zero gradient), so ||w_j - w'_j|| <= 2 eta G j <= 2 eta G t
     for j <= t, and P1's output, an average of such w_{j-2}, is within 2 eta G t as well."""
-    from ..verdicts import coupled_distance_cap
+    from stabsim.judging.rules import coupled_distance_cap
 
     triv = coupled_distance_cap(t, eta=inst.eta, G=inst.G)
     return triv, (f"trivial bound: 2 eta G t (coupled runs from one w_0, steps of norm <= eta G = "
@@ -324,8 +324,8 @@ def _lower_bound(spec, res, key, thm, params, sub, label):
     """The ``[lower_bound]`` instance's rows and panel (None when the study runs none): its mean
     distance against the bound at the instance's n, eta, G, and its exponent in t over the
     instance's window against sqrt(t), beside the event model's prediction."""
-    from ..lower_bounds import get_instance
-    from ..theory import get
+    from stabsim.engine.lower_bounds import get_instance
+    from stabsim.theory import get
 
     lbp = params.get("lower_bound", {})
     if lbp.get("instance", "none") == "none" or "lb_dist_output" not in sub:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..measures import REPLICATE, mean_ci
-from ..setups.p2 import NEIGHBOUR_NOTE, loss_constants
-from ..registry import register_check, twin_problem
-from ..verdicts import check_bound, check_rate
-from .base import CheckResult, figure_name, rate_explanation, sweep_slices
-from .p2_measures import overlay, quantile_measure, setting
+from stabsim.engine.measures import REPLICATE, mean_ci
+from stabsim.setups.p2 import NEIGHBOUR_NOTE, loss_constants
+from stabsim.registry import register_check, twin_problem
+from stabsim.judging.rules import check_bound, check_rate
+from stabsim.analyses.base import CheckResult, figure_name, rate_explanation, sweep_slices
+from stabsim.analyses.p2_measures import overlay, quantile_measure, setting
 
 _EXP_RATES = ("P2.Remark2.excess", "P2.Lemma2.excess.exp", "P2.Lemma3.excess.exp")
 _HP_RATES = ("P2.Thm3.excess", "P2.Lemma2.excess.hp", "P2.Lemma3.excess.hp")
@@ -87,7 +87,7 @@ def trivial_excess(s, quantile: float | None = None):
     bound being increasing in ||sum_t b_t||."""
     from scipy.stats import chi
 
-    from ..losses import get_loss
+    from stabsim.engine.losses import get_loss
 
     lf = get_loss(s.params["algorithm"]["loss"])
     kappa = twin_problem(s.params["data"]).kappa
@@ -102,7 +102,7 @@ def trivial_excess(s, quantile: float | None = None):
 def _thm2_row(res, s, rows, entries):
     """P2 Thm 2 (EXPLICIT-DD): the mean excess vs the mean over D of the bound at each D's measured
     gap0 and mu_path; appends (verdict, explanation) to ``rows`` and the curve to ``entries``."""
-    from ..theory import get
+    from stabsim.theory import get
 
     T, ns, p, G, L, mu, gap0 = s.T, s.ns, s.p, s.G, s.L, s.mu, s.gap0
     if bool(np.isnan(mu).any()):
@@ -125,7 +125,7 @@ def _thm2_row(res, s, rows, entries):
 def _rate_rows(s, keys, q_m, rows, entries):
     """P2 Remark 2, Lemma 2 / 3 (in expectation and with high probability) and Thm 3 (RATE): the slope
     in n of the mean excess (the (1 - xi)-quantile's slope is noted for the high-probability claims)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     ns, xi, params, T = s.ns, s.xi, s.params, s.T
     for key in [k for k in keys if k in _EXP_RATES + _HP_RATES]:
@@ -154,7 +154,7 @@ def _rate_rows(s, keys, q_m, rows, entries):
 def _thm3_envelope(res, s, q_m):
     """P2 Thm 3, Eq. (5) without the c_1..c_3 terms (EXPLICIT-DD): the (1 - xi)-quantile of the excess
     vs the constant-free envelope at the measured sup-beta, M_ell and mu (each making it smaller)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     sub, ns, xi, label, setting_ = s.sub, s.ns, s.xi, s.label, s.setting
     if sub.sizes.get("k", 0) == 0:
@@ -196,7 +196,7 @@ def _thm3_envelope(res, s, q_m):
 def _lemma1_on_gd(res, s):
     """Def. 6 / P2 Lemma 1's O(1/n) (RATE) measured on Alg. 1's output theta_T (removal, shared noise),
     not on Lemma 1's ERM (that is ``p2_lemma1``)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     sub, ns, label = s.sub, s.ns, s.label
     if sub.sizes.get("k", 0) == 0:

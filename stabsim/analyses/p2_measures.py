@@ -9,7 +9,7 @@ the P2 checks share (``p2_excess_risk``, ``p2_stability``, ``p2_privacy``); regi
 
 from __future__ import annotations
 
-from ..measures import quantile_ci
+from stabsim.engine.measures import quantile_ci
 
 
 def setting(params, extra=""):
@@ -21,7 +21,7 @@ def setting(params, extra=""):
 
 def overlay(res, name, measure, entries, verdicts, setting, x="n", title=None, ylabel=None):
     """Register the figure ``name`` of ``measure`` against ``entries`` ((Bound or text, values) pairs)."""
-    from ..plots import plot_bound_overlay
+    from stabsim.judging.plots import plot_bound_overlay
 
     fig = plot_bound_overlay(measure, entries, verdicts=verdicts, x=x, setting=setting, title=title, ylabel=ylabel)
     return res.figure(name, fig)

@@ -13,18 +13,18 @@ import dataclasses
 
 import xarray as xr
 
-from ..measures import REPLICATE
-from ..verdicts import check_bound
-from ..registry import register_check
-from .base import CheckResult, figure_name, sweep_slices
-from .p2_measures import overlay
+from stabsim.engine.measures import REPLICATE
+from stabsim.judging.rules import check_bound
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, sweep_slices
+from stabsim.analyses.p2_measures import overlay
 
 
 @register_check("p2_thm1", description="P2 Thm 1: accountant sigma needed for (eps, delta) vs the printed sigma")
 def check_thm1(spec, ds) -> CheckResult:
     """P2 Thm 1 (CONDITION) on a ``p2_privacy`` study swept over T: holds iff the sigma the PLD
     accountant needs is below the printed sigma at every T."""
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     if "P2.Thm1.sigma" not in spec.bounds.get("keys", []):

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..measures import REPLICATE, mean_ci
-from ..setups.p2 import NEIGHBOUR_NOTE
-from ..verdicts import check_rate
-from ..registry import register_check
-from .base import CheckResult, figure_name, rate_explanation, sweep_slices
-from .p2_measures import overlay
+from stabsim.engine.measures import REPLICATE, mean_ci
+from stabsim.setups.p2 import NEIGHBOUR_NOTE
+from stabsim.judging.rules import check_rate
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, rate_explanation, sweep_slices
+from stabsim.analyses.p2_measures import overlay
 
 
 @register_check("p2_lemma1", description="P2 Lemma 1: beta_n of ERM under removal vs O(1/n)")
 def check_lemma1(spec, ds) -> CheckResult:
     """P2 Lemma 1 (RATE) on a ``p2_elastic`` study swept over n: the slope in n of the mean over D of
     max_i beta_n (exact leave-one-out), with the influence-function estimate (Eq. 4) beside it."""
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     if "P2.Lemma1.beta" not in spec.bounds.get("keys", []):
@@ -42,7 +42,7 @@ def check_lemma1(spec, ds) -> CheckResult:
         v = check_rate(ns, exact.values, -1.0, "upper", key="P2.Lemma1.beta", quantity="locally_elastic_beta",
                        paired=True, bound_values=bvals,
                        notes=[NEIGHBOUR_NOTE.replace("Alg. 1 re-run on D^{-i} with the same noise b_1..b_T",
-                                                     "ERM re-solved on D^{-i} (stabsim.elastic)"),
+                                                     "ERM re-solved on D^{-i} (stabsim.engine.elastic)"),
                               f"sup over z_i estimated by the max over K = {sub.sizes['k']} removed points "
                               "(a lower bound on the sup)"])
         mi = mean_ci(infl)
@@ -66,6 +66,6 @@ def check_lemma1(spec, ds) -> CheckResult:
         res.measured[f"max ERM certificate{sfx}"] = float(sub["erm_cert"].max())
     res.notes.append("Lemma 1 is about A*_D = argmin L(.; D) (no noise); the ERM is certified (stabsim.risk.erm).")
     res.notes.append("neighbour relation: REMOVAL (D^{-i} = D without z_i, n - 1 points, P2 Def. 6), exact "
-                     "leave-one-out ERM re-solved on D^{-i} (stabsim.elastic); the influence function (Eq. 4) is "
+                     "leave-one-out ERM re-solved on D^{-i} (stabsim.engine.elastic); the influence function (Eq. 4) is "
                      "shown beside it. beta_n is averaged over the ordered pairs of a fresh test sample.")
     return res

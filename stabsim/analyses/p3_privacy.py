@@ -15,10 +15,10 @@ import math
 
 import numpy as np
 
-from ..setups.p3 import ONLINE, cell_value as _c
-from ..verdicts import Verdict
-from ..registry import register_check
-from .base import CheckResult, sweep_slices
+from stabsim.setups.p3 import ONLINE, cell_value as _c
+from stabsim.judging.rules import Verdict
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, sweep_slices
 
 
 def _eps_of_rho(rho, delta):
@@ -28,7 +28,7 @@ def _eps_of_rho(rho, delta):
 
 def _eps_exact_rho(rho, delta):
     """Exact eps of rho-zCDP *Gaussian* releases: they compose to mu-GDP with mu = sqrt(2 rho) (analytic GDP)."""
-    from ..privacy.exact import gdp_epsilon
+    from stabsim.privacy.exact import gdp_epsilon
 
     return gdp_epsilon(delta, math.sqrt(2.0 * rho))
 
@@ -42,7 +42,7 @@ def _cond(key, quantity, ok, target, bought, notes, R, tag="CONDITION"):
 def _rho_rows(res, c, rho_run):
     """P3.rho.exact (the Lemma-3 identity of the root, and the rho our run used) and P3.rho.approx
     (what the approximate rho buys, exactly; errata P3-E2).  Returns (rho exact, rho approx)."""
-    from ..theory import get
+    from stabsim.theory import get
 
     eps, delta, R, label, lg = c["eps"], c["delta"], c["R"], c["label"], c["lg"]
     rho_e = float(get("P3.rho.exact")(eps=eps, delta=delta))
@@ -76,8 +76,8 @@ def _alg1_sigma_rows(res, fig_rows, sub, c, rho_e, rho_a):
     """P3.Alg1.sigma2_t.{exact, printed, approx}: the privacy each reading of Alg. 1's sigma_t^2 buys
     (exact GDP composition of the releases with the Lemma 4 sensitivities 8 G~/(alpha t)), and for the
     exact reading the run's sigma_t against the formula (errata P3-E1, E2)."""
-    from ..privacy.exact import gdp_epsilon
-    from ..theory import get
+    from stabsim.privacy.exact import gdp_epsilon
+    from stabsim.theory import get
 
     eps, delta, alpha, Gt, T1, n = c["eps"], c["delta"], c["alpha"], c["Gt"], c["T1"], c["n"]
     R, label, lg, var = c["R"], c["label"], c["lg"], c["var"]
@@ -122,8 +122,8 @@ def _alg1_sigma_rows(res, fig_rows, sub, c, rho_e, rho_a):
 def _alg3_sigma_row(res, fig_rows, sub, c):
     """P3.Alg3.sigma2: the run's offline sigma^2 against the formula, the measured sensitivity against
     8 G~ ln(n)/(alpha n) (errata P3-A) and the privacy one Gaussian mechanism buys (errata P3-E7)."""
-    from ..privacy.exact import gdp_epsilon
-    from ..theory import get
+    from stabsim.privacy.exact import gdp_epsilon
+    from stabsim.theory import get
 
     eps, delta, alpha, Gt, n, R, label, var = (c[k] for k in ("eps", "delta", "alpha", "Gt", "n", "R", "label", "var"))
     key = "P3.Alg3.sigma2"

@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from ..setups.p3 import ONLINE, cell_value as _c
-from ..verdicts import Verdict, check_rate, rate_exponent
-from ..registry import register_check
-from .base import CheckResult, figure_name, sweep_slices
+from stabsim.setups.p3 import ONLINE, cell_value as _c
+from stabsim.judging.rules import Verdict, check_rate, rate_exponent
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, sweep_slices
 
 #: variant -> [(key, measured variable, per-step average?)]
 #: the rows P3-F1 argues to grow linearly in n with the printed alpha = O(1/sqrt n) (an asymptotic
@@ -36,8 +36,8 @@ RATE_KEYS = {
 
 def _rate_bound(key, n, sub_n, params, zeta):
     """The registry's O(.) expression (constants 1) at the cells' constants, over n."""
-    from ..constraints import get_constraint
-    from ..theory import get
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.theory import get
 
     a = params["algorithm"]
     diam = get_constraint(a["constraint"]).diameter
@@ -74,7 +74,7 @@ def outside_eps_range(v: Verdict, eps: float) -> Verdict:
     counted apart from what held and from the findings, as the privacy ledger does for the same eps)."""
     if not eps > EPS_MAX:
         return v
-    from ..applicability import outside
+    from stabsim.judging.applicability import outside
 
     return outside(v, f"eps = {eps:g} > {EPS_MAX:g}: outside the range 0 < eps <= 1 of P3's calibration, which "
                       "Thm 2-5 inherit (errata P3-E7)")
@@ -82,8 +82,8 @@ def outside_eps_range(v: Verdict, eps: float) -> Verdict:
 
 @register_check("p3_rates", description="P3 Thm 2-5: log-log slope in n of the regret / excess risk vs the theorem")
 def check_rates(spec, ds) -> CheckResult:
-    from ..plots import plot_rate_fit
-    from ..theory import get
+    from stabsim.judging.plots import plot_rate_fit
+    from stabsim.theory import get
 
     res = CheckResult()
     if "n" not in ds.dims:
@@ -143,7 +143,7 @@ def check_rates(spec, ds) -> CheckResult:
     res.notes.append("RATE rule: 'upper' (the measure is O(n^a)), tol = 0 fixed before the runs: 'matches' when the "
                      "95% CI of the log-log slope (bootstrap, widened for lack of fit) contains a, 'faster than "
                      "claimed' when it lies below a, 'inconsistent' when above, 'inconclusive (curvature)' when the "
-                     "last decade of n disagrees with the global fit (stabsim.verdicts).  Measures include "
+                     "last decade of n disagrees with the global fit (stabsim.judging.rules).  Measures include "
                      "their solver certificates (regret comparator / test-sample ERM), so they are upper estimates.")
     res.notes.append("Excess risk Err_P is estimated on one test sample T per cell: L_T(w_priv) - min_C L_T "
                      "(certified), which is the same functional with P replaced by the empirical measure of T.")

@@ -15,7 +15,7 @@ fig   algorithm    task / loss           data                   n           metr
 ====  ===========  ====================  =====================  ==========  ==============
 
 DR = Diabetic Retinopathy Debrecen, which no installed package ships: the stand-in is
-``vehicle`` (see ``stabsim.datasets``).  Data: minmax to [-1, 1] then unit norm (||x|| <= 1).
+``vehicle`` (see ``stabsim.engine.real_datasets``).  Data: minmax to [-1, 1] then unit norm (||x|| <= 1).
 
 Choices where the paper is silent or infeasible (recorded in every summary):
 
@@ -46,11 +46,11 @@ import math
 
 import numpy as np
 
-from ..measures import bootstrap_counts
-from ..verdict_core import SETUP_NOT_THE_PAPERS
-from ..verdicts import Verdict
-from ..registry import register_check
-from .base import CheckResult
+from stabsim.engine.measures import bootstrap_counts
+from stabsim.judging.verdict import SETUP_NOT_THE_PAPERS
+from stabsim.judging.rules import Verdict
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult
 
 LOWER_IS_BETTER = {"objective": True, "auc": False, "knn": False}
 YLABEL = {"objective": "objective value L(w; D)", "auc": "test AUC", "knn": "test 3-NN accuracy"}
@@ -162,7 +162,7 @@ def _nonprivate_row(res, sub, dname, seed, R, data_kind, c):
 def _data_set_panel(res, ax, sub, dname, table, seed, c):
     """One data set: its panel of the figure, its summary-table lines and its claim rows.  Returns the
     next bootstrap seed (each claim uses its own, in a fixed order)."""
-    from .. import datasets
+    from stabsim.engine import real_datasets as datasets
 
     # qualitative trends only (no paper number is compared): a stand-in row is judged, marked data = stand-in
     data_kind = "stand-in" if datasets._resolve(str(dname)).stand_in else "real"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..setups.p3 import CONVEX, cell_value as _c
-from ..verdicts import check_bound
-from ..registry import register_check
-from .base import CheckResult, figure_name, sweep_slices
+from stabsim.setups.p3 import CONVEX, cell_value as _c
+from stabsim.judging.rules import check_bound
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, sweep_slices
 
 
 def lemma4_trivial_bound(cons) -> tuple[float | None, str]:
@@ -28,8 +28,8 @@ def lemma4_trivial_bound(cons) -> tuple[float | None, str]:
 
 @register_check("p3_lemma4", description="P3 Lemma 4: max ||w_t - w'_t|| of coupled Pairwise-GIGA runs vs 8 G~/(alpha t)")
 def check_lemma4(spec, ds) -> CheckResult:
-    from ..plots import plot_bound_overlay
-    from ..theory import get
+    from stabsim.judging.plots import plot_bound_overlay
+    from stabsim.theory import get
 
     res = CheckResult()
     for label, params, sub in sweep_slices(spec, ds):
@@ -38,7 +38,7 @@ def check_lemma4(spec, ds) -> CheckResult:
         key = "P3.Lemma4.sensitivity.convex" if CONVEX[var] else "P3.Lemma4.sensitivity"
         t = sub["t"].values.astype(float)
         alpha, Gt, G = _c(sub, "alpha"), _c(sub, "G_tilde"), _c(sub, "G")
-        from ..constraints import get_constraint
+        from stabsim.engine.constraints import get_constraint
         cons = get_constraint(a["constraint"])
         if CONVEX[var]:
             b = get(key)(t=t, G=G, alpha=alpha, diam=cons.diameter)

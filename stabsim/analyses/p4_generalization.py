@@ -15,11 +15,11 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..measures import REPLICATE, mean_ci
-from ..setups.p4 import loss_of as _loss, radius_of as _radius, reference as _reference
-from ..registry import register_check, twin_problem
-from ..verdicts import check_bound
-from .base import CheckResult, sweep_slices
+from stabsim.engine.measures import REPLICATE, mean_ci
+from stabsim.setups.p4 import loss_of as _loss, radius_of as _radius, reference as _reference
+from stabsim.registry import register_check, twin_problem
+from stabsim.judging.rules import check_bound
+from stabsim.analyses.base import CheckResult, sweep_slices
 
 
 def _M(lossf, kappa) -> float:
@@ -28,7 +28,7 @@ def _M(lossf, kappa) -> float:
     scale = lossf._data_scale(kappa)
     if lossf.name == "point_lsq":
         return kappa
-    from ..losses import HINGE, LOGISTIC, QHINGE, SQUARED
+    from stabsim.engine.losses import HINGE, LOGISTIC, QHINGE, SQUARED
 
     dphi = {HINGE: 1.0, LOGISTIC: 0.5, SQUARED: 2.0, QHINGE: lossf.q}[lossf.phi]
     return dphi * scale
@@ -107,7 +107,7 @@ def applicable_keys(pairwise: bool, smooth: bool) -> tuple:
 
 def _evaluate(key, sub, c):
     """(measured per-replicate values, quantity, bound value, notes) for one key on one cell."""
-    from ..theory import get
+    from stabsim.theory import get
 
     b = get(key)
     n, T, eta, sig2 = c["n"], c["T"], c["eta"], c["sigma"] ** 2
@@ -214,11 +214,11 @@ def _summary_figure(rows, title):
     """One cell: per key, the measured replicate mean with its 95% CI (black) and the bound (bar: green holds,
     red violated), log scale; one panel per unit (risk differences / squared distances / step^2 x loss), so
     quantities in different units never share an axis.  A CI lower end or a mean <= 0 is marked by a triangle /
-    cross on the axis' lower limit (``stabsim.plots.plot_bound_points``), never drawn at a made-up floor."""
+    cross on the axis' lower limit (``stabsim.judging.plots.plot_bound_points``), never drawn at a made-up floor."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    from ..plots import plot_bound_points
+    from stabsim.judging.plots import plot_bound_points
 
     groups = []
     for qs, ylabel in _UNIT_PANELS:

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..measures import REPLICATE, mean_ci
-from ..setups.p4 import F_star as _F_star, constants as _constants, radius_of as _radius
-from ..verdicts import check_bound
-from .p4_generalization import trivial_bound as _trivial_bound
-from ..registry import register_check
-from .base import CheckResult, figure_name, sweep_slices
+from stabsim.engine.measures import REPLICATE, mean_ci
+from stabsim.setups.p4 import F_star as _F_star, constants as _constants, radius_of as _radius
+from stabsim.judging.rules import check_bound
+from stabsim.analyses.p4_generalization import trivial_bound as _trivial_bound
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, figure_name, sweep_slices
 
 
 @register_check("p4_opt", description="P4 Thm 16(a): E[F_S(w_priv)] - F_S(w*) vs the bound / (T eta)")
 def check_opt(spec, ds) -> CheckResult:
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     key = "P4.Thm16a.opt"
@@ -53,7 +53,7 @@ def check_opt(spec, ds) -> CheckResult:
         res.measured["opt error (mean)" + sfx] = float(m["estimate"].values[0])
         res.measured["bound" + sfx] = float(np.atleast_1d(b)[0])
     if rows:
-        from ..plots import plot_bound_points
+        from stabsim.judging.plots import plot_bound_points
 
         a, d = spec.sections["algorithm"], spec.sections["data"]
         res.figure(fig_name, plot_bound_points(

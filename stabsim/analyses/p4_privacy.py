@@ -13,9 +13,9 @@ import math
 
 import numpy as np
 
-from ..verdicts import Verdict
-from ..registry import register_check
-from .base import CheckResult, sweep_slices
+from stabsim.judging.rules import Verdict
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, sweep_slices
 
 #: errata P4-A ("Computed feasibility for the paper's own simulation"): continuous minimum
 #: sigma^2/G^2 for n = 5000, T = 1000, delta = 1/n^2, pointwise -- an independent computation.

@@ -21,21 +21,21 @@ import math
 
 import numpy as np
 
-from ..measures import REPLICATE
-from ..setups.p4 import F_star as _F_star, constants as _constants, loss_of as _loss, radius_of as _radius, \
+from stabsim.engine.measures import REPLICATE
+from stabsim.setups.p4 import F_star as _F_star, constants as _constants, loss_of as _loss, radius_of as _radius, \
     reference as _reference
-from ..registry import register_check, twin_problem
-from ..rates import SHAPE_FLOOR, SHAPE_SATURATED
-from ..verdicts import check_rate
-from .base import CheckResult, figure_name, sweep_slices
+from stabsim.registry import register_check, twin_problem
+from stabsim.judging.rates import SHAPE_FLOOR, SHAPE_SATURATED
+from stabsim.judging.rules import check_rate
+from stabsim.analyses.base import CheckResult, figure_name, sweep_slices
 
 
 def _rate_figure(res, key, n, exc, verdict, params, label="", kappa=None, floor=None) -> str:
     """Log-log figure of a P4 rate verdict: the replicate mean of the excess risk with its 95% CI
     against n, the fitted slope line and the theorem's exponent (``plot_rate_fit``); ``floor``:
     optional level drawn as a dashed "eta sigma^2 d floor" line.  Returns the registered file name."""
-    from ..plots import default_title, plot_rate_fit
-    from ..theory import get
+    from stabsim.judging.plots import default_title, plot_rate_fit
+    from stabsim.theory import get
 
     tpn = params["risk"]["T_per_n"]
     extra = ", ".join(x for x in (f"kappa={kappa:g}" if kappa is not None else "", label,
@@ -118,7 +118,7 @@ def _expression(key, n, d, eps, delta):
     """The registered O(.) expression (constants 1) of a private "(a)" rate row over n, the curve of
     ``check_rate``'s band and pre-asymptotic rule; None for a non-private cell (eps = 0), a "(b)" row
     (its own floor rule, P4-F1) or a missing delta."""
-    from ..theory import get
+    from stabsim.theory import get
 
     if not eps or not delta or not key.endswith("a.excess"):
         return None
@@ -145,7 +145,7 @@ NO_LEARNING_FRACTION = 0.5
 def excess_of_zero(pb, loss_name: str, Fstar: float, seed: int = 0) -> float:
     """F(0) - F(w*): the excess risk of the zero predictor (the algorithms' w_1 = 0), exact where the
     problem has a closed form, else Monte Carlo on the fixed test stream."""
-    from ..risk import population_risk
+    from stabsim.risk import population_risk
 
     est = population_risk(np.zeros(pb.d), pb, loss_name, seed=seed, replicate=1)
     return float(np.asarray(est.value)) - float(Fstar)
@@ -177,7 +177,7 @@ def non_private_reference(v, eps: float):
     (sigma^2 >= 2.68 G^2), so a noise-free run is the reference curve, not support for the theorem."""
     if eps > 0:
         return v
-    from ..applicability import outside
+    from stabsim.judging.applicability import outside
 
     return outside(v, "non-private cell (eps = 0, sigma = 0): the theorem is stated for the private algorithm "
                       "with Thm 2/5's noise; this noise-free run is the reference curve, counted apart")
@@ -200,7 +200,7 @@ def noise_term_finding(v, key: str, n, eta, sigma, d: int, G: float) -> str:
     term = _noise_term(key, eta, sigma, d)
     if term is None or v.verdict != "inconsistent" or not np.all(term > 0):
         return ""
-    from ..rates import bound_slope
+    from stabsim.judging.rates import bound_slope
 
     n = np.asarray(n, dtype=float)
     s = bound_slope(n, term)
@@ -234,7 +234,7 @@ def check_rates(spec, ds) -> CheckResult:
     keys = [k for k in spec.bounds.get("keys", []) if k in ("P4.Thm3a.excess", "P4.Thm3b.excess")]
     if not keys:
         raise ValueError("[bounds] keys must contain P4.Thm3a.excess or P4.Thm3b.excess")
-    from ..theory import get
+    from stabsim.theory import get
 
     for label, params, sub in sweep_slices(spec, ds, consumed=("n",)):
         c = _constants(params)
@@ -302,9 +302,9 @@ def check_rates(spec, ds) -> CheckResult:
 @register_check("p4_more_rates", description="P4 Thms 4/6/7 (a)/(b): slope in n of E[F(w_priv)] - F(w*) with the "
                                              "theorem's eta and T")
 def check_more_rates(spec, ds) -> CheckResult:
-    from ..plots import plot_rate_fit
-    from ..theory import get
-    from ..verdicts import fit_slope
+    from stabsim.judging.plots import plot_rate_fit
+    from stabsim.theory import get
+    from stabsim.judging.rules import fit_slope
 
     res = CheckResult()
     if "n" not in spec.sweep:
@@ -378,7 +378,7 @@ def check_more_rates(spec, ds) -> CheckResult:
         res.measured["mean excess per n" + (f" ({label})" if label else "")] = np.nanmean(exc, axis=0).tolist()
     res.notes.append("Excess risk = F(w_priv) - F(w*) per replicate with the exact F(w*) (see _reference); F(w_priv) "
                      "closed form (auc_squared) or Monte Carlo on a fresh test sample.  Slope of the replicate mean "
-                     "vs n on log-log with a paired bootstrap CI widened for lack of fit; 'upper' rule (stabsim.verdicts): "
+                     "vs n on log-log with a paired bootstrap CI widened for lack of fit; 'upper' rule (stabsim.judging.rules): "
                      "matches / faster than claimed / inconsistent / inconclusive (curvature).  Thm 3(b)/6(b) private "
                      "rows with a constant step are judged against the P4-F1 floor (stabsim.analyses.p4_rates.constant_step_floor).")
     return res

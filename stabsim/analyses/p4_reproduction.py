@@ -16,11 +16,11 @@ import math
 
 import numpy as np
 
-from ..measures import REPLICATE, mean_ci
-from ..verdict_core import SETUP_NOT_THE_PAPERS
-from ..verdicts import Verdict
-from ..registry import register_check
-from .base import CheckResult
+from stabsim.engine.measures import REPLICATE, mean_ci
+from stabsim.judging.verdict import SETUP_NOT_THE_PAPERS
+from stabsim.judging.rules import Verdict
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult
 
 
 def _exp_verdict(key, ok, against, notes, R):

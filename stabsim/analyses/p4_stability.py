@@ -15,18 +15,18 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..measures import REPLICATE
+from stabsim.engine.measures import REPLICATE
 
-from ..verdicts import check_bound
-from ..registry import register_check
-from .base import CheckResult, sweep_slices
+from stabsim.judging.rules import check_bound
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, sweep_slices
 
 
 # ---- Lemma 18: one-step expansion of the gradient map (Hoelder losses) -----------------------------
 
 @register_check("p4_lemma18", description="P4 Lemma 18: largest one-step expansion found vs Mbar^2 eta^{2/(1-alpha)}")
 def check_lemma18(spec, ds) -> CheckResult:
-    from ..theory import get
+    from stabsim.theory import get
 
     res = CheckResult()
     import matplotlib
@@ -56,7 +56,7 @@ def check_lemma18(spec, ds) -> CheckResult:
             res.measured[f"{key}: max tightness{' (' + label + ')' if label else ''}"] = float(np.nanmax(worst / bound))
         ax.set_xscale("log"); ax.set_yscale("log"); ax.set_xlabel("eta"); ax.set_ylabel("expansion")
         if np.any(worst <= 0):  # no expansion found at some eta: marked on the axis, not drawn at 1e-16
-            from ..plots import mark_nonpositive
+            from stabsim.judging.plots import mark_nonpositive
 
             mark_nonpositive(ax, etas, worst, color="k", line=False, label="largest expansion found <= 0")
         ax.set_title(f"P4 Lemma 18, {params['expansion']['alpha_loss']} (alpha = {alpha:g}, L = {L:.3g})", fontsize=9)

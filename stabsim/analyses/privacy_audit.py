@@ -31,17 +31,17 @@ import warnings
 
 import numpy as np
 
-from ..setups.audit import audit_inputs
-from ..verdicts import Verdict
-from ..registry import register_check
-from .base import CheckResult, sweep_slices
-from .privacy_audit_known import draw_known, known_measured, known_report, known_row, score_histograms
+from stabsim.setups.audit import audit_inputs
+from stabsim.judging.rules import Verdict
+from stabsim.registry import register_check
+from stabsim.analyses.base import CheckResult, sweep_slices
+from stabsim.analyses.privacy_audit_known import draw_known, known_measured, known_report, known_row, score_histograms
 
 
 def _report(spec, params, sub):
     """The AuditReport of one cell from its stored statistics (the calibration record and the
     canary come from one replicate of the same cell: the record does not depend on the replicate)."""
-    from ..privacy.audit_runner import AuditScores, audit_report, audit_scores
+    from stabsim.privacy.audit_runner import AuditScores, audit_report, audit_scores
 
     design, kw = audit_inputs(params)
     a = params["audit"]
@@ -73,7 +73,7 @@ def _row(rep, label):
         expl = None if not exceeded else (f"the audit proves eps >= {max(cp, gdp if rep.gdp_exact else 0):.4g} > "
                                           f"accountant eps {ref:.4g}: a bug in the algorithm or the accountant")
         return v, expl
-    from ..privacy.audit_runner import accountant_epsilon_for
+    from stabsim.privacy.audit_runner import accountant_epsilon_for
 
     pld1, rdp1, _ = accountant_epsilon_for(rep.calibration, 1.0) if rep.eps_reference is not None else (None, None, "")
     target = pld1 if pld1 is not None else (rdp1 if rdp1 is not None else rep.eps_claimed)
@@ -200,7 +200,7 @@ def _draw(ax, rep, label):
             ax[1].plot(a, norm.cdf(norm.isf(a) - mu), st, lw=1, label=f"{lab} = {mu:.3g}")
     ref = rep.eps_accountant
     if ref is not None and math.isfinite(ref) and ref < 20:
-        from ..privacy.audit_runner import accountant_tradeoff
+        from stabsim.privacy.audit_runner import accountant_tradeoff
 
         beta = accountant_tradeoff(rep.calibration, rep.noise_scale, a)
         if beta is not None:

@@ -23,14 +23,14 @@ import math
 
 import numpy as np
 
-from ..verdicts import Verdict
+from stabsim.judging.rules import Verdict
 
 
 def known_report(spec, params, sub):
     """The :class:`~stabsim.privacy.audit_output.KnownRandomnessReport` of one stored known-randomness cell
     (the record, Delta and sigma from one replicate of the same cell)."""
-    from ..setups.audit import known_randomness_inputs
-    from ..privacy.audit_output import KnownRandomnessScores, known_randomness_report, known_randomness_scores
+    from stabsim.setups.audit import known_randomness_inputs
+    from stabsim.privacy.audit_output import KnownRandomnessScores, known_randomness_report, known_randomness_scores
 
     a = params["audit"]
     inst, kw = known_randomness_inputs(params, spec.seed)
@@ -59,7 +59,7 @@ def trivial_sensitivity(rep, record) -> float | None:
 
 def known_row(rep, label, record=None):
     """(Verdict, explanation) of a known-randomness cell (``record``: the calibration record of the run)."""
-    from ..privacy.audit_output import THREAT_MODELS
+    from stabsim.privacy.audit_output import THREAT_MODELS
 
     notes = [f"threat model: known_randomness ({THREAT_MODELS['known_randomness']}; exact Gaussian given the sequence)",
              f"measured worst-case sensitivity / Delta used = {rep.ratio_max:.4g} (Delta = {rep.Delta:.4g}; "

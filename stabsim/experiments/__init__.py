@@ -8,6 +8,6 @@ The shared vocabulary of a paper's setting (its constants, schedules, reference 
 layer down, in ``stabsim.setups``.
 """
 
-from ..registry.loading import import_package_modules
+from stabsim.registry.loading import import_package_modules
 
 MODULES = import_package_modules(__name__)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..setups.p0 import per_replicate_data
-from ..registry import Param, StudyError, StudySpec, integer, number, register_kind, twin_params, twin_problem
+from stabsim.setups.p0 import per_replicate_data
+from stabsim.registry import Param, StudyError, StudySpec, integer, number, register_kind, twin_params, twin_problem
 
 # ---- kind p0_rademacher (Lemma 4 / 5) ----------------------------------------------------------
 
@@ -50,7 +50,7 @@ _validate_rad = _validate_per_replicate_auc("p0_rademacher")
 def p0_rademacher_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p0_rademacher`` study: per replicate (own data set) and t the Monte-Carlo R_t
     (P0 Eq. (4)) of the linear and AUC hinge classes on the D-ball (Lemma 4) and the nuclear ball (Lemma 5)."""
-    from ..rademacher import rademacher
+    from stabsim.engine.rademacher import rademacher
 
     p = spec.cell_params(cell)
     d, rs = p["data"], p["rademacher"]
@@ -82,7 +82,7 @@ HOEF_SECTION = {"m": Param("test sample size of the U-statistic for R(w)", 20000
 def p0_hoeffding_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p0_hoeffding`` study: per replicate (own data set) R_S(w) at w = e_1/(2 gamma), and
     R(w) by a U-statistic over ``[hoeffding] m`` fresh points (P0 Thm A.7)."""
-    from ..risk import empirical_risk, population_risk
+    from stabsim.risk import empirical_risk, population_risk
 
     p = spec.cell_params(cell)
     d = p["data"]

@@ -13,7 +13,7 @@ Kind ``p0_risk``
     (Thm 2 / 5, Cor 1 / 2); ``unbounded`` T = ceil(n^{4/3}), eta = c / n (Thm 3); ``given``
     ([algorithm] T and eta).  Per replicate: F_S and F (U-statistic over a fresh test sample,
     with SE) of w_bar_T, ||w_bar_T||, F_S(w*), Monte-Carlo Rademacher averages
-    (``stabsim.rademacher``, a lower estimate for the hinge class) over the ball W (radius of the
+    (``stabsim.engine.rademacher``, a lower estimate for the hinge class) over the ball W (radius of the
     constraint, or Thm 3's W_t) and over W_D (radius ||w*||); with ``private = true`` also P0
     Alg. 2's w_priv = Pi_W(w_bar_T + u) (``stabsim.privacy.p0_alg2``) and F(w_priv); with
     ``iterates = true`` the squared norms of the iterates w_{t+1} at checkpoints (Lemma A.10).
@@ -26,8 +26,8 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..setups.p0 import per_replicate_data, risk_constants
-from ..registry import (Param, StudyError, StudySpec, boolean, choice, integer, number, open_unit, register_kind,
+from stabsim.setups.p0 import per_replicate_data, risk_constants
+from stabsim.registry import (Param, StudyError, StudySpec, boolean, choice, integer, number, open_unit, register_kind,
                         twin_params, twin_problem, validate_twin)
 
 P0_SECTION = {
@@ -83,7 +83,7 @@ def _validate_p0_risk(spec):
             _schedule(p)
         except ValueError as e:
             raise StudyError(f"p0_risk: {e}") from None
-        from ..constraints import get_constraint
+        from stabsim.engine.constraints import get_constraint
         pb = twin_problem(d)
         R = get_constraint(a["constraint"]).radius
         if math.isfinite(R) and np.linalg.norm(pb.w_star_hinge) > R + 1e-12:
@@ -97,8 +97,8 @@ def _rademacher_columns(out, spec, X, y, c, s, T, eta, reps) -> None:
     """Add ``rad_W`` / ``rad_WD`` (and their Monte-Carlo SEs) to ``out``: per replicate the average
     (1/T) sum_t R_t of the AUC hinge class over W (P0 Thm 2: the ball of W's radius; Thm 3: the ball
     W_t = {||w||^2 <= (G^2 + 2M) eta t} of Lemma A.10) and over W_D (radius ||w*||), by
-    ``stabsim.rademacher.rademacher_avg`` (hinge supremum by subgradient ascent: a lower estimate)."""
-    from ..rademacher import rademacher_avg
+    ``stabsim.engine.rademacher.rademacher_avg`` (hinge supremum by subgradient ascent: a lower estimate)."""
+    from stabsim.engine.rademacher import rademacher_avg
 
     R = len(reps)
     bounded = math.isfinite(c["radius"])
@@ -123,7 +123,7 @@ def _rademacher_columns(out, spec, X, y, c, s, T, eta, reps) -> None:
 def _iterate_norms(out, X, y, T, common) -> xr.Dataset:
     """``out`` with ``iter_norm_sq`` = ||w_{t+1}||^2 at log-spaced checkpoints t (P0 Lemma A.10), from a
     second run of P0 Alg. 1 recording the last iterate (the kernel's w_t is P0's w_{t+1})."""
-    from ..twin import log_checkpoints, run_twin
+    from stabsim.engine.twin_runs import log_checkpoints, run_twin
 
     ck = log_checkpoints(T, 12)
     di = run_twin(X, y, algorithm="p0_alg1", neighbour="same", checkpoints=ck, record_outputs=True,
@@ -139,8 +139,8 @@ def _iterate_norms(out, X, y, T, common) -> xr.Dataset:
                            "averages, iterate norms (P0 Thm 2/3/5, A.6, A.8, A.10, A.12)")
 def p0_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p0_risk`` study (see the module docstring)."""
-    from ..risk import empirical_risk, population_risk
-    from ..twin import run_twin
+    from stabsim.risk import empirical_risk, population_risk
+    from stabsim.engine.twin_runs import run_twin
 
     p = spec.cell_params(cell)
     d, a, s = p["data"], p["algorithm"], p["p0"]
@@ -154,7 +154,7 @@ def p0_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Data
                   problem=pb)
     sigma = 0.0
     if s["private"]:
-        from ..privacy.algorithms import p0_alg2
+        from stabsim.privacy.algorithms import p0_alg2
 
         ds = p0_alg2(X, y, eps=s["eps"], delta=s["delta"], neighbour="same", reading=s["reading"],
                      G=c["G"], kappa=c["kappa"], checkpoints=[T], **common)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..setups.p0 import risk_constants
-from ..registry import Param, StudyError, StudySpec, number, open_unit, register_kind, twin_params, validate_twin
+from stabsim.setups.p0 import risk_constants
+from stabsim.registry import Param, StudyError, StudySpec, number, open_unit, register_kind, twin_params, validate_twin
 
 CALIB_SECTION = {
     "eps": Param("privacy budget", 1.0, number(gt=0)),
@@ -35,8 +35,8 @@ def _validate_calib(spec):
 def p0_calib_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p0_calib`` study: sigma^2 of P0 Alg. 2 with the printed and the corrected Eq. (5)
     (T = n^2, eta = c n^{-3/2}) and, per replicate, the coupled ||w_bar_T - w_bar'_T|| before the noise."""
-    from ..neighbours import Neighbour
-    from ..privacy.algorithms import p0_alg2
+    from stabsim.engine.neighbours import Neighbour
+    from stabsim.privacy.algorithms import p0_alg2
 
     p = spec.cell_params(cell)
     d, a, pv = p["data"], p["algorithm"], p["privacy"]

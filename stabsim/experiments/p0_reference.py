@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..setups.p0 import reference_point
-from ..registry import Param, StudySpec, choice, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
+from stabsim.setups.p0 import reference_point
+from stabsim.registry import Param, StudySpec, choice, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
 
 REFERENCE = {
     "point": Param("reference point w_ref of the regret path: 'w_star_hinge' (auc_separable) or 'zeros'",
@@ -24,7 +24,7 @@ REFERENCE = {
 
 def _validate_twin_ref(spec):
     validate_twin(spec)
-    from ..registry import StudyError
+    from stabsim.registry import StudyError
 
     for cell in spec.cells():
         p = spec.cell_params(cell)
@@ -36,7 +36,7 @@ def _validate_twin_ref(spec):
                description="twin runs with the regret path at a known reference point w_ref (P0 Lemma A.9)")
 def twin_ref_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``twin_ref`` study: as ``twin``, plus ``w_ref`` = the chosen reference point."""
-    from ..twin import run_twin
+    from stabsim.engine.twin_runs import run_twin
 
     p = spec.cell_params(cell)
     d = p["data"]

@@ -27,9 +27,9 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..setups.constants import cell_constants
-from ..setups.p1 import pl_constant, population_minimiser, population_risk_per_replicate, replicate_data_sets
-from ..registry import (REQUIRED, Param, StudyError, choice, integer, number, register_kind, twin_kwargs, twin_params,
+from stabsim.setups.constants import cell_constants
+from stabsim.setups.p1 import pl_constant, population_minimiser, population_risk_per_replicate, replicate_data_sets
+from stabsim.registry import (REQUIRED, Param, StudyError, choice, integer, number, register_kind, twin_kwargs, twin_params,
                         twin_problem, validate_twin)
 
 
@@ -71,7 +71,7 @@ def excess_schedule(params, n: int | None = None):
 
 def _validate_excess(spec):
     """Thm 3 needs mu; Alg. 1 only; F(w*) must be known exactly for the cell's loss and problem."""
-    from ..constraints import get_constraint
+    from stabsim.engine.constraints import get_constraint
 
     validate_twin(spec)
     for cell in spec.cells():
@@ -92,9 +92,9 @@ def _validate_excess(spec):
                            "excess risk F(A(S)) - F(w*)")
 def excess_cell(spec, cell, replicates) -> xr.Dataset:
     """One cell of a ``p1_excess`` study (see the module docstring)."""
-    from ..constraints import get_constraint
-    from ..risk import empirical_risk
-    from ..twin import run_twin
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.risk import empirical_risk
+    from stabsim.engine.twin_runs import run_twin
 
     p = spec.cell_params(cell)
     d, a, rk = p["data"], p["algorithm"], p["risk"]

@@ -15,12 +15,12 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..registry import Param, StudyError, number, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
+from stabsim.registry import Param, StudyError, number, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
 
 
 def _horizons(v):
     """``[horizon] T``: at least 2 distinct integers >= 2, sorted."""
-    from ..registry import BadValue
+    from stabsim.registry import BadValue
 
     if isinstance(v, list) and len(v) >= 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 2
                                                    for x in v) and len(set(v)) == len(v):
@@ -51,8 +51,8 @@ def horizon_cell(spec, cell, replicates) -> xr.Dataset:
     """One cell of a ``p1_horizon`` study: for every horizon T in ``[horizon] T`` the algorithm runs T
     steps with the constant step eta = c/sqrt(T) (Remark 7's 'eta ~ 1/sqrt(t)'); ``FS_out`` (replicate,
     horizon) = F_S of the output after T steps; certified ERM of the (shared) data set."""
-    from ..risk import empirical_risk, erm
-    from ..twin import run_twin
+    from stabsim.risk import empirical_risk, erm
+    from stabsim.engine.twin_runs import run_twin
 
     p = spec.cell_params(cell)
     d, a, h = p["data"], p["algorithm"], p["horizon"]

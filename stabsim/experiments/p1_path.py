@@ -18,13 +18,13 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 from numba import prange, types
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..kernels.native_call import address_for, caller_beside, make_native_caller
-from ..kernels.nrt_free import NRT_FREE
-from ..losses import AUC, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad
-from ..setups.p1 import pl_constant, replicate_data_sets
-from ..registry import (Param, StudyError, boolean, integer, register_kind, twin_kwargs, twin_params, twin_problem,
+from stabsim.compile.native_call import address_for, caller_beside, make_native_caller
+from stabsim.kernels.nrt_free import NRT_FREE
+from stabsim.engine.losses import AUC, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad
+from stabsim.setups.p1 import pl_constant, replicate_data_sets
+from stabsim.registry import (Param, StudyError, boolean, integer, register_kind, twin_kwargs, twin_params, twin_problem,
                         validate_twin)
 
 
@@ -168,7 +168,7 @@ def _pairs_symmetric(form, phi, q, w, Xs, ys, g, gp, dx, pv, pf):
 
 def path_statistics(W, X3, y3, data_idx, loss):
     """(F_S, ||grad F_S||^2, E||grad f||^2) for W (K, p); numpy front end of ``path_stats``."""
-    from ..losses import get_loss
+    from stabsim.engine.losses import get_loss
 
     lf = get_loss(loss)
     if lf.matrix or not lf.pairwise:
@@ -205,8 +205,8 @@ def _validate_path(spec):
                            "F_S(w_t), the gradient moment alpha_0^2, certified ERM")
 def path_cell(spec, cell, replicates) -> xr.Dataset:
     """One cell of a ``p1_path`` study (see the module docstring)."""
-    from ..risk import erm
-    from ..twin import log_checkpoints, run_twin
+    from stabsim.risk import erm
+    from stabsim.engine.twin_runs import log_checkpoints, run_twin
 
     p = spec.cell_params(cell)
     d, a = p["data"], p["algorithm"]
@@ -252,7 +252,7 @@ def path_cell(spec, cell, replicates) -> xr.Dataset:
                                   {"long_name": "proven bound on F_S(w_S) - min F_S"})
         out["wS_norm"] = ("replicate", np.array([float(np.linalg.norm(r.w)) for r in res]),
                           {"long_name": "||w_S||"})
-    from ..losses import SQUARED, get_loss
+    from stabsim.engine.losses import SQUARED, get_loss
     if get_loss(a["loss"]).phi == SQUARED:
         mus = [pl_constant(X3[i], y3[i], a["loss"]) for i in range(len(X3))]
         out["mu_S"] = ("replicate", np.array([mus[i] for i in didx]), {"long_name": "PL constant of F_S"})

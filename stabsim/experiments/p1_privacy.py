@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..setups.constants import cell_constants
-from ..setups.p1 import population_minimiser, population_risk_per_replicate
-from ..registry import Param, StudyError, choice, number, register_kind, twin_params, twin_problem, validate_twin
+from stabsim.setups.constants import cell_constants
+from stabsim.setups.p1 import population_minimiser, population_risk_per_replicate
+from stabsim.registry import Param, StudyError, choice, number, register_kind, twin_params, twin_problem, validate_twin
 
 
 PRIVACY = {
@@ -29,7 +29,7 @@ PRIVACY = {
 
 def _validate_dp(spec):
     """Thm 10 needs a bounded W (its step size uses the diameter D) and an exactly known F(w*)."""
-    from ..constraints import get_constraint
+    from stabsim.engine.constraints import get_constraint
 
     validate_twin(spec)
     for cell in spec.cells():
@@ -49,8 +49,8 @@ def _validate_dp(spec):
                            "excess risk F(w_K) - F(w*)")
 def dp_cell(spec, cell, replicates) -> xr.Dataset:
     """One cell of a ``p1_dp`` study: ``stabsim.privacy.p1_alg3`` per replicate (own S each)."""
-    from ..constraints import get_constraint
-    from ..privacy.algorithms import P1Alg3Config, calibration_record, p1_alg3
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.privacy.algorithms import P1Alg3Config, calibration_record, p1_alg3
 
     p = spec.cell_params(cell)
     d, a, pr = p["data"], p["algorithm"], p["privacy"]

@@ -8,7 +8,7 @@ Kind ``p1_table1``
     ``r // folds`` of a repeated K-fold split (the P1 authors use 5 folds x 5 repeats; external
     information, errata P1-D).  Per replicate:
 
-    1. split: repeat q permutes the rows with ``stabsim.rng`` stream STREAM_SPLIT of
+    1. split: repeat q permutes the rows with ``stabsim.engine.rng`` stream STREAM_SPLIT of
        (seed, q) (argsort of n uniforms, counters 0..n-1); fold f of ``np.array_split`` is
        the test set, the rest the training set (n_tr ~ 0.8 n);
     2. step-size tuning (cross validation over a small grid, P1 Sec. 6 "eta tuned by cross
@@ -21,7 +21,7 @@ Kind ``p1_table1``
        test AUC of each output (``stabsim.risk.auc``).
 
     Features are min-max scaled to [-1, 1] over the whole data set and labels binarised by
-    the P1 rule (``stabsim.datasets.load`` defaults; the authors' preprocessing).  All
+    the P1 rule (``stabsim.engine.real_datasets.load`` defaults; the authors' preprocessing).  All
     methods use the same l2 ball (``radius``).  Variables: ``auc`` (replicate, ck),
     ``cpu`` (replicate, ck), ``ck_step`` (ck), ``eta`` and ``c_chosen`` (replicate),
     ``cv_auc`` (replicate, grid), ``n_train``, ``T``.  Everything but ``cpu`` is a pure function
@@ -38,9 +38,9 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..setups.p1 import DATASETS, METHOD_NAMES
-from ..registry import BadValue, Param, StudyError, StudySpec, choice, integer, number, register_kind
-from ..thread_pools import map_in_threads
+from stabsim.setups.p1 import DATASETS, METHOD_NAMES
+from stabsim.registry import BadValue, Param, StudyError, StudySpec, choice, integer, number, register_kind
+from stabsim.runtime.thread_pools import map_in_threads
 
 
 # ---- the study file's sections -----------------------------------------------------------------
@@ -84,7 +84,7 @@ def passes_for(value, dataset: str) -> float:
 
 PARAMS = {
     "data": {
-        "dataset": Param("data set (stabsim.datasets canonical name; stand-ins: satimage = ijcnn1, "
+        "dataset": Param("data set (stabsim.engine.real_datasets canonical name; stand-ins: satimage = ijcnn1, "
                          "mnist5k = mnist, digits = usps)", "diabetes", choice(DATASETS)),
         "folds": Param("K of the repeated K-fold split", 5, integer(2, " (folds)"), sweepable=False),
         "cv_fraction": Param("validation share of the inner hold-out split", 0.25,
@@ -131,8 +131,8 @@ def log_steps(T: int, count: int, first_frac: float = 1 / 200) -> np.ndarray:
 
 
 def split_indices(seed: int, repeat: int, fold: int, n: int, folds: int):
-    """(train, test) row indices of fold ``fold`` of repeat ``repeat`` (stabsim.rng STREAM_SPLIT)."""
-    from .. import rng
+    """(train, test) row indices of fold ``fold`` of repeat ``repeat`` (stabsim.engine.rng STREAM_SPLIT)."""
+    from stabsim.engine import rng
 
     perm = np.argsort(rng.uniforms(seed, repeat, rng.STREAM_SPLIT, n), kind="stable")
     parts = np.array_split(perm, folds)
@@ -143,7 +143,7 @@ def split_indices(seed: int, repeat: int, fold: int, n: int, folds: int):
 
 def inner_split(seed: int, replicate: int, n_train: int, n_total: int, frac: float):
     """(inner train, validation) positions within the training set (STREAM_SPLIT of (seed, r), counters n_total..)."""
-    from .. import rng
+    from stabsim.engine import rng
 
     u = rng.uniforms(seed, replicate, rng.STREAM_SPLIT, n_train, start=n_total)
     perm = np.argsort(u, kind="stable")
@@ -162,9 +162,9 @@ def _both_classes(y):
                description="P1 Table 1 / Fig. 1: repeated K-fold test AUC and CPU time of Alg. 1 and four baselines")
 def p1_table1_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One (dataset, method) cell; see the module docstring."""
-    from .. import datasets
-    from ..baselines import run_method
-    from ..risk import auc
+    from stabsim.engine import real_datasets as datasets
+    from stabsim.engine.p1_baselines import run_method
+    from stabsim.risk import auc
 
     p = spec.cell_params(cell)
     dp, ap = p["data"], p["algorithm"]

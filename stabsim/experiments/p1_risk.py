@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..registry import (DATA_SOURCE, Param, StudyError, StudySpec, boolean, integer, number, register_kind,
+from stabsim.registry import (DATA_SOURCE, Param, StudyError, StudySpec, boolean, integer, number, register_kind,
                         source_arrays, twin_kwargs, twin_params, twin_problem, validate_twin)
 
 
@@ -73,8 +73,8 @@ def _cell_data(spec, d, replicates):
                description="twin runs + F_S and F of the outputs per replicate/checkpoint + certified ERM")
 def twin_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``twin_risk`` study (see the module docstring)."""
-    from ..risk import empirical_risk, erm, population_risk
-    from ..twin import run_twin
+    from stabsim.risk import empirical_risk, erm, population_risk
+    from stabsim.engine.twin_runs import run_twin
 
     p = spec.cell_params(cell)
     d, a, rk = p["data"], p["algorithm"], p["risk"]

@@ -1,5 +1,5 @@
 """P1 (Yang et al. 2021) Thm 4 / Thm 5 tightness: the ``p1_tightness`` study kind, the searched worst-case
-neighbour (``stabsim.search``) next to the hand-picked ones (studies ``p1_thm4_tightness``,
+neighbour (``stabsim.engine.neighbour_search``) next to the hand-picked ones (studies ``p1_thm4_tightness``,
 ``p1_thm5_tightness``).
 
 Kind ``p1_tightness``
@@ -21,7 +21,7 @@ Kind ``p1_tightness``
     ||A_T(S) - A_T(S')|| or its (1 - ``gamma``)-quantile over the algorithm's randomness (P0 Thm 1's
     high-probability form).
 
-    ``[lower_bound] instance = "bfgt"`` adds the lower-bound instance ``stabsim.lower_bounds.bfgt_instance``
+    ``[lower_bound] instance = "bfgt"`` adds the lower-bound instance ``stabsim.engine.lower_bounds.bfgt_instance``
     (its own data set, neighbour and settings: n, hubs, eta, T of the section; P1 Alg. 1, AUC hinge,
     W = R^d) run on the study's replicate ids at ``checkpoints`` log-spaced steps of [1, T]:
     ``lb_dist_output`` and ``lb_dist_iterate`` (replicate, lb_t).
@@ -34,14 +34,14 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..setups.p1 import NEIGHBOURS
-from ..registry import (Param, StudyError, choice, integer, number, open_unit, register_kind, twin_kwargs,
+from stabsim.setups.p1 import NEIGHBOURS
+from stabsim.registry import (Param, StudyError, choice, integer, number, open_unit, register_kind, twin_kwargs,
                         twin_params, twin_problem, validate_twin)
 
 
 def _check_k(v):
     """``[search] k``: 'all' or a non-empty list of indices >= 0 (sorted, without repeats)."""
-    from ..registry import BadValue
+    from stabsim.registry import BadValue
 
     if v == "all":
         return v
@@ -66,7 +66,7 @@ SEARCH = {
 }
 
 LOWER_BOUND = {
-    "instance": Param("lower-bound instance beside the neighbours: 'none' or 'bfgt' (stabsim.lower_bounds)",
+    "instance": Param("lower-bound instance beside the neighbours: 'none' or 'bfgt' (stabsim.engine.lower_bounds)",
                       "none", choice(("none", "bfgt")), sweepable=False),
     "n": Param("the instance's data set size", 200, integer(5), sweepable=False),
     "hubs": Param("the instance's hub positives (bfgt: hub-spoke pairs are its orthogonal kinks)", 1, integer(1),
@@ -109,8 +109,8 @@ _SEARCH_CACHE: dict = {}
 
 
 def _instance(lb):
-    """The ``[lower_bound]`` instance of a cell (``stabsim.lower_bounds``)."""
-    from ..lower_bounds import get_instance
+    """The ``[lower_bound]`` instance of a cell (``stabsim.engine.lower_bounds``)."""
+    from stabsim.engine.lower_bounds import get_instance
 
     return get_instance(lb["instance"], n=lb["n"], hubs=lb["hubs"], eta=lb["eta"])
 
@@ -119,7 +119,7 @@ def lower_bound_checkpoints(lb) -> np.ndarray:
     """The instance's checkpoints: ``[lower_bound] checkpoints`` log-spaced steps of [1, T], and as many
     again log-spaced over the instance's growth window [fit_from, min(fit_to, T)] (where its exponent
     is fitted)."""
-    from ..twin import log_checkpoints
+    from stabsim.engine.twin_runs import log_checkpoints
 
     inst = _instance(lb)
     T = lb["T"]
@@ -132,9 +132,9 @@ def lower_bound_checkpoints(lb) -> np.ndarray:
 
 def search_cell(spec, p):
     """The worst neighbour of a cell (cached; a pure function of the spec, the cell and the
-    backend its ``run_twin`` calls run on: the chunk's, ``stabsim.backend.use_backend``)."""
-    from ..backend import default_backend
-    from ..search import worst_neighbour
+    backend its ``run_twin`` calls run on: the chunk's, ``stabsim.engine.backend.use_backend``)."""
+    from stabsim.engine.backend import default_backend
+    from stabsim.engine.neighbour_search import worst_neighbour
 
     d, s = p["data"], p["search"]
     pb = twin_problem(d)
@@ -158,7 +158,7 @@ def search_cell(spec, p):
                description="searched worst-case neighbour (at T) + flip/farthest/fresh, evaluated on fresh replicates")
 def tightness_cell(spec, cell, replicates) -> xr.Dataset:
     """One cell of a ``p1_tightness`` study (see the module docstring)."""
-    from ..twin import run_twin
+    from stabsim.engine.twin_runs import run_twin
 
     p = spec.cell_params(cell)
     X, y, pb, kw, res = search_cell(spec, p)

@@ -35,15 +35,15 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..measures import REPLICATE
-from ..setups.p2 import DATA_SECTION, P2_LOSSES, gd_setting
-from ..registry import Param, StudyError, StudySpec, boolean, choice, integer, number, register_kind
+from stabsim.engine.measures import REPLICATE
+from stabsim.setups.p2 import DATA_SECTION, P2_LOSSES, gd_setting
+from stabsim.registry import Param, StudyError, StudySpec, boolean, choice, integer, number, register_kind
 
 
 def _pair_values(lf, w, Xa, ya, Xb, yb):
     """l(w; z_a, z_b) for aligned arrays of pairs (linear forms via ``elastic``, metric by hand)."""
     if not lf.matrix:
-        from ..elastic import _pair_values as lin
+        from stabsim.engine.elastic import _pair_values as lin
 
         return lin(lf, w, Xa, ya, Xb, yb)
     d = Xa.shape[1]
@@ -105,8 +105,8 @@ def _replicate_measures(pb, lf, s, data_seed, rep, theta, WR, X, Y, FS, GN, T, K
     """One replicate's measures: the excess risk on its fresh test sample (certified ERM), the ERM on
     its D, ||theta_T|| and the sup of the loss there, and per removal k the pair-loss change beta
     and ||theta_T(D) - theta_T(D^{-k})|| (``_MEASURES`` and ``beta``, ``dist``: NaN where not asked)."""
-    from .. import rng
-    from ..risk import empirical_risk, erm
+    from stabsim.engine import rng
+    from stabsim.risk import empirical_risk, erm
 
     out = dict.fromkeys(_MEASURES, np.nan)
     Xt, yt = pb.sample(s["m_test"], data_seed, rep, stream=rng.STREAM_SPLIT)
@@ -141,8 +141,8 @@ def _replicate_measures(pb, lf, s, data_seed, rep, theta, WR, X, Y, FS, GN, T, K
                description="P2 Alg. 1 on D and on removal neighbours D^{-i} (shared noise) + excess risk, PL, beta")
 def p2_gd_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p2_gd`` study (see the module docstring)."""
-    from ..kernels.p2_removal import p2_removal_kernel
-    from ..thread_pools import map_in_threads
+    from stabsim.kernels.p2_removal import p2_removal_kernel
+    from stabsim.runtime.thread_pools import map_in_threads
 
     p = spec.cell_params(cell)
     d, s = p["data"], p["p2"]

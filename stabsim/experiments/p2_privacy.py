@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..measures import REPLICATE
-from ..registry import Param, StudySpec, integer, number, register_kind
+from stabsim.engine.measures import REPLICATE
+from stabsim.registry import Param, StudySpec, integer, number, register_kind
 
 _PRIV = {
     "T": Param("number of GD steps", 10, integer(1)),
@@ -30,7 +30,7 @@ _PRIV = {
                description="P2 Thm 1: printed sigma vs the sigma the PLD/RDP accountants need")
 def p2_privacy_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p2_privacy`` study: deterministic accountant numbers (copied to every replicate)."""
-    from ..privacy import accountant as acc
+    from stabsim.privacy import accountant as acc
 
     q = spec.cell_params(cell)["privacy"]
     mech = acc.p2_gradient_perturbation(q["T"], q["n"], q["G"], q["eps"], q["delta"])

@@ -2,7 +2,7 @@
 study kind, pairwise locally elastic stability of the ERM (``studies/p2_lemma1_elastic.toml``; analysed
 by ``p2_lemma1`` in ``stabsim.analyses.p2_stability``).
 
-Kind ``p2_elastic``  (P2 Lemma 1 for A*_D = argmin L(.; D), via ``stabsim.elastic``): per
+Kind ``p2_elastic``  (P2 Lemma 1 for A*_D = argmin L(.; D), via ``stabsim.engine.elastic``): per
     replicate (own D) and removed index i = 0..K-1, beta_n(z_i; z', z'') averaged over the
     ordered pairs of a fresh test sample, by exact leave-one-out (REMOVAL, P2 Def. 6: the ERM
     re-solved on D^{-i}) and by the pairwise influence function (Eq. 4).  The check takes the max
@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..measures import REPLICATE
-from ..setups.p2 import DATA_SECTION, LINEAR_LOSSES
-from ..registry import Param, StudySpec, choice, integer, number, register_kind, twin_problem
+from stabsim.engine.measures import REPLICATE
+from stabsim.setups.p2 import DATA_SECTION, LINEAR_LOSSES
+from stabsim.registry import Param, StudySpec, choice, integer, number, register_kind, twin_problem
 
 _EL = {
     "loss": Param("a smooth linear pairwise loss", "ranking_logistic", choice(LINEAR_LOSSES)),
@@ -31,8 +31,8 @@ _EL = {
                description="P2 Lemma 1: locally elastic stability of ERM, exact leave-one-out vs influence function")
 def p2_elastic_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p2_elastic`` study (see the module docstring)."""
-    from .. import rng
-    from ..elastic import locally_elastic_stability
+    from stabsim.engine import rng
+    from stabsim.engine.elastic import locally_elastic_stability
 
     p = spec.cell_params(cell)
     d, e = p["data"], p["elastic"]

@@ -62,9 +62,9 @@ import math
 import numpy as np
 import xarray as xr
 
-from .. import rng
-from ..setups.p3 import CONVEX, FIGURE, ONLINE, P3_PARAMS
-from ..registry import StudyError, register_kind
+from stabsim.engine import rng
+from stabsim.setups.p3 import CONVEX, FIGURE, ONLINE, P3_PARAMS
+from stabsim.registry import StudyError, register_kind
 
 #: counter-based stream of the per-replicate training subsets of real data sets (local to P3)
 STREAM_SUBSAMPLE = 12
@@ -74,7 +74,7 @@ STREAM_SUBSAMPLE = 12
 
 @functools.lru_cache(maxsize=8)
 def _real(name: str, scale: str):
-    from ..datasets import load
+    from stabsim.engine.real_datasets import load
 
     X, y, info = load(name, scale=scale)
     X.setflags(write=False)
@@ -133,8 +133,8 @@ def regret_minimum(Xo, yo, loss, radius, reg=0.0, center=None):
     """
     from scipy.optimize import minimize
 
-    from ..kernels.regret_objective import regret_objective
-    from ..losses import AUC, LOGISTIC, RANKING, SQUARED, get_loss
+    from stabsim.kernels.regret_objective import regret_objective
+    from stabsim.engine.losses import AUC, LOGISTIC, RANKING, SQUARED, get_loss
 
     lossf = get_loss(loss)
     if lossf.form not in (AUC, RANKING):
@@ -231,8 +231,8 @@ def _log_ckpts(n, T1, m):
 # ============================================================================ the cell: setting and runs
 
 def _validate(spec):
-    from ..constraints import get_constraint
-    from ..losses import get_loss
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
 
     for cell in spec.cells():
         p = spec.cell_params(cell)
@@ -250,8 +250,8 @@ def _validate(spec):
 
 def _setup(p, seed):
     """Per-cell constants: loss, constraint, kappa, alpha, delta."""
-    from ..constraints import get_constraint
-    from ..losses import get_loss
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
 
     a, d = p["algorithm"], p["data"]
     lossf, cons = get_loss(a["loss"]), get_constraint(a["constraint"])
@@ -260,7 +260,7 @@ def _setup(p, seed):
         kappa = 1.0 if d["scale"].endswith("unit-norm") else float(np.linalg.norm(X, axis=1).max())
         pb = None
     else:
-        from ..registry import twin_problem
+        from stabsim.registry import twin_problem
         pb = twin_problem(d)
         kappa = float(pb.kappa)
     n = d["n"]
@@ -277,7 +277,7 @@ def _setup(p, seed):
 def _giga_kwargs(spec, a, delta, alpha, kappa):
     """The keyword arguments of :func:`stabsim.privacy.algorithms.p3_giga` shared by every run of the
     cell: its ``config`` (a ``P3GigaConfig``), ``seed`` and ``neighbour``."""
-    from ..privacy.algorithms import P3GigaConfig
+    from stabsim.privacy.algorithms import P3GigaConfig
 
     config = P3GigaConfig(variant=a["variant"], eps=a["eps"], delta=delta, alpha=alpha, loss=a["loss"],
                           constraint=a["constraint"], T1=a["T1"] or None, kappa=kappa, exact_rho=a["exact_rho"])
@@ -303,8 +303,8 @@ def _runs(sets, reps, kw, *, n, a, alpha, lossf, cons, kappa, nonprivate):
     one per replicate otherwise, those on numba's threads at once (``map_in_threads``: each run is
     a pure function of its data set and replicate, so the numbers are those of a loop).  The
     checkpoints (log-spaced, plus T_1 + 1 and n) come from a dry plan of the burn-in T_1."""
-    from ..privacy.algorithms import p3_plan
-    from ..thread_pools import map_in_threads
+    from stabsim.privacy.algorithms import p3_plan
+    from stabsim.runtime.thread_pools import map_in_threads
 
     T1 = p3_plan(n, variant=a["variant"], alpha=alpha, lossf=lossf, cons=cons, kappa=kappa,
                  T1=a["T1"] or None)["T1"]
@@ -322,7 +322,7 @@ def _runs_of_set(data, rr, kw, ck, n, nonprivate):
     the step size allows (T_1 = 2, so eta_t is defined from t = 3); its average of the iterates."""
     import dataclasses
 
-    from ..privacy.algorithms import p3_run
+    from stabsim.privacy.algorithms import p3_run
 
     X, y = data[:2]
     run = p3_run(X, y, replicates=rr, checkpoints=ck, **kw)
@@ -358,7 +358,7 @@ def _regret_vars(sets, a, cons, alpha, lp, lps, R) -> dict:
 def _excess_vars(sets, a, alpha, Wp, R) -> dict:
     """``excess`` / ``excess_surrogate``: L_T(w_priv) - min_C L_T on the test sample T (certified ERM,
     once per test sample), with l and with l + (alpha/2)||w||^2; the larger certificate of the two."""
-    from ..risk import empirical_risk, erm
+    from stabsim.risk import empirical_risk, erm
     ex, exs, cert = np.empty(R), np.empty(R), np.empty(R)
     cache = {}
     for i in range(R):
@@ -381,7 +381,7 @@ def _excess_vars(sets, a, alpha, Wp, R) -> dict:
 def _objective_vars(sets, a, Wp, Wa, R) -> dict:
     """``objective`` L(w; D) of P3 Eq. (1) on the training set, for w_priv and the NonPrivate average
     (both in one call: two parameter vectors, one per thread, each value that of its own call)."""
-    from ..risk import empirical_risk
+    from stabsim.risk import empirical_risk
     ob, obn = np.empty(R), np.empty(R)
     for i in range(R):
         X, y = sets[0 if len(sets) == 1 else i][:2]
@@ -393,7 +393,7 @@ def _objective_vars(sets, a, Wp, Wa, R) -> dict:
 
 def _auc_vars(sets, Wp, Wa, R) -> dict:
     """``auc``: test AUC of the scores x.w, for w_priv and the NonPrivate average."""
-    from ..risk import auc
+    from stabsim.risk import auc
     au, aun = np.empty(R), np.empty(R)
     for i in range(R):
         Xt, yt = sets[0 if len(sets) == 1 else i][2:]
@@ -407,7 +407,7 @@ def _knn_vars(sets, ms, Wp, Wa, R) -> dict:
     """``knn``: test k-NN accuracy under the metric of w_priv, of the NonPrivate average and Euclidean
     (the replicates on numba's threads at once: numpy's distance products and partitions release
     the GIL)."""
-    from ..thread_pools import map_in_threads
+    from stabsim.runtime.thread_pools import map_in_threads
 
     dd = sets[0][0].shape[1]
 

@@ -15,8 +15,8 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..setups.p4 import EXPANSION
-from ..registry import StudySpec, register_kind
+from stabsim.setups.p4 import EXPANSION
+from stabsim.registry import StudySpec, register_kind
 
 
 @register_kind("p4_expansion", params={"expansion": EXPANSION},
@@ -26,8 +26,8 @@ def p4_expansion_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr
     (w, w' uniform in a ball of radius 2, random x, y); half straddle a kink of the loss (the two points
     differ by a small step across the margin-1 hyperplane), where the gradient jumps and the expansion
     is largest for the Hoelder losses."""
-    from ..losses import get_loss
-    from ..synthetic import _Stream
+    from stabsim.engine.losses import get_loss
+    from stabsim.engine.synthetic import _Stream
 
     p = spec.cell_params(cell)["expansion"]
     lossf = get_loss(p["alpha_loss"], p["q"] if p["alpha_loss"] == "auc_qhinge" else None)

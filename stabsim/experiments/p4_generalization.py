@@ -40,8 +40,8 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..setups.p4 import P4, loss_of as _loss, radius_of as _radius, reference as _reference
-from ..registry import StudySpec, register_kind, twin_params, twin_problem, validate_twin
+from stabsim.setups.p4 import P4, loss_of as _loss, radius_of as _radius, reference as _reference
+from stabsim.registry import StudySpec, register_kind, twin_params, twin_problem, validate_twin
 
 
 def _delta(p):
@@ -53,8 +53,8 @@ def _delta(p):
 def _gen_effective(p, value=True):
     """(T, eta, sigma, calibration note, (w_ref, F_ref, how, exact), part) of a p4_gen cell
     (``value=False``: the reference point's risk not estimated, see ``setups.p4.reference``)."""
-    from ..privacy.calibration import p4_beta_search
-    from ..theory.p4 import recommended_schedule
+    from stabsim.privacy.calibration import p4_beta_search
+    from stabsim.theory.p4 import recommended_schedule
 
     a, d, pk = p["algorithm"], p["data"], p["p4"]
     pb = twin_problem(d)
@@ -81,7 +81,7 @@ def _gen_effective(p, value=True):
 
 
 def _validate_gen(spec):
-    from ..registry import StudyError
+    from stabsim.registry import StudyError
 
     validate_twin(spec)
     if not spec.sections["data"]["per_replicate"]:
@@ -106,8 +106,8 @@ def _validate_gen(spec):
                description="P4 DP-SGD (Alg. 1/2): F_S, F of w_priv, on-average stability, path sums per replicate")
 def p4_gen_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p4_gen`` study (see the module docstring)."""
-    from ..risk import empirical_risk, population_risk
-    from ..twin import run_twin
+    from stabsim.risk import empirical_risk, population_risk
+    from stabsim.engine.twin_runs import run_twin
 
     p = spec.cell_params(cell)
     d, a, pk = p["data"], p["algorithm"], p["p4"]

@@ -15,20 +15,20 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..setups.p4 import PRIV
-from ..registry import StudySpec, register_kind
+from stabsim.setups.p4 import PRIV
+from stabsim.registry import StudySpec, register_kind
 
 
 @register_kind("p4_privacy", params={"privacy": PRIV},
                description="P4 Thm 2/5: beta search, sigma^2 and its RDP accounting at one (eps, n, T, delta)")
 def p4_privacy_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
-    from ..privacy.calibration import p4_beta_search, p4_condition_margins
-    from ..theory import get
+    from stabsim.privacy.calibration import p4_beta_search, p4_condition_margins
+    from stabsim.theory import get
 
     p = spec.cell_params(cell)["privacy"]
     delta = 1.0 / p["n"] ** 2 if p["delta"] == 0 else p["delta"]
     pw = p["pairwise"]
-    from ..privacy.errors import InfeasiblePrivacyParameters
+    from stabsim.privacy.errors import InfeasiblePrivacyParameters
 
     R = len(replicates)
     try:
@@ -50,7 +50,7 @@ def p4_privacy_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.D
     eps_acc = math.nan
     if p["accountant"]:
         try:
-            from ..privacy.accountant import epsilon, p4_dpsgd
+            from stabsim.privacy.accountant import epsilon, p4_dpsgd
 
             mech = p4_dpsgd(p["n"], p["T"], 1.0, p["eps"], delta, pw, sigma2=grid.sigma2)
             eps_acc = float(epsilon(mech, "rdp"))

@@ -24,15 +24,15 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..setups.p4 import FIGURE
-from ..registry import StudySpec, register_kind, twin_params, twin_problem, validate_twin
+from stabsim.setups.p4 import FIGURE
+from stabsim.registry import StudySpec, register_kind, twin_params, twin_problem, validate_twin
 
 
 def _sigma(p):
     """(sigma, note) of a p4_figure cell: 0 for eps = 0, else P4 Thm 2 with the paper's beta search."""
-    from ..constraints import get_constraint
-    from ..losses import get_loss
-    from ..privacy.calibration import p4_beta_search
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
+    from stabsim.privacy.calibration import p4_beta_search
 
     f, d, a = p["figure"], p["data"], p["algorithm"]
     if f["eps"] == 0:
@@ -47,7 +47,7 @@ def _sigma(p):
 
 
 def _validate(spec):
-    from ..registry import StudyError
+    from stabsim.registry import StudyError
 
     validate_twin(spec)
     for cell in spec.cells():
@@ -128,8 +128,8 @@ def _metric(name, W, X, y):
                description="P4 Sec. 5: test MSE / misclassification of (DP-)SGD (Alg. 1) per replicate",
                job_order=_jobs_sharing_data_together)
 def p4_figure_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
-    from ..rng import STREAM_SPLIT
-    from ..twin import run_twin
+    from stabsim.engine.rng import STREAM_SPLIT
+    from stabsim.engine.twin_runs import run_twin
 
     p = spec.cell_params(cell)
     d, a, f = p["data"], p["algorithm"], p["figure"]

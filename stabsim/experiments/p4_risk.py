@@ -21,19 +21,19 @@ import math
 import numpy as np
 import xarray as xr
 
-from ..setups.p4 import RISK
-from ..registry import StudySpec, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
+from stabsim.setups.p4 import RISK
+from stabsim.registry import StudySpec, register_kind, twin_kwargs, twin_params, twin_problem, validate_twin
 
 def _effective(p):
     """(T, sigma, calibration note) of a p4_risk cell."""
-    from ..constraints import get_constraint
-    from ..losses import get_loss
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
 
     a, d, rk = p["algorithm"], p["data"], p["risk"]
     T = int(math.ceil(rk["T_per_n"] * d["n"])) if rk["T_per_n"] > 0 else a["T"]
     eta = a["eta"]
     if rk["schedule"] != "fixed":
-        from ..theory.p4 import recommended_schedule
+        from stabsim.theory.p4 import recommended_schedule
 
         e_s = rk["eps"] if rk["eps"] > 0 else rk["schedule_eps"]
         eta_r, T_r = recommended_schedule(theorem=rk["schedule"], n=d["n"], eps=e_s, delta=rk["delta"], d=d["d"],
@@ -43,7 +43,7 @@ def _effective(p):
             T = int(T_r)
     sigma, note = a["sigma"], ""
     if rk["eps"] > 0:
-        from ..privacy.calibration import p4_beta_search
+        from stabsim.privacy.calibration import p4_beta_search
 
         pb = twin_problem(d)
         loss = get_loss(a["loss"], a["q"])
@@ -57,7 +57,7 @@ def _effective(p):
 
 
 def _validate_p4_risk(spec):
-    from ..registry import StudyError
+    from stabsim.registry import StudyError
 
     validate_twin(spec)
     for cell in spec.cells():
@@ -77,8 +77,8 @@ def _validate_p4_risk(spec):
                description="P4 DP-SGD runs + F_S(w_priv), F(w_priv) and F_S(w*) per replicate (T, sigma from n, eps)")
 def p4_risk_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
     """One cell of a ``p4_risk`` study (see the module docstring)."""
-    from ..risk import empirical_risk, population_risk
-    from ..twin import log_checkpoints, run_twin
+    from stabsim.risk import empirical_risk, population_risk
+    from stabsim.engine.twin_runs import log_checkpoints, run_twin
 
     p = spec.cell_params(cell)
     d, a, rk = p["data"], p["algorithm"], p["risk"]

@@ -20,9 +20,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..setups.audit import audit_inputs, known_randomness_inputs
-from ..registry import Param, StudySpec, register_kind
-from ..registry import REQUIRED, BadValue, boolean, choice, integer, number, open_unit
+from stabsim.setups.audit import audit_inputs, known_randomness_inputs
+from stabsim.registry import Param, StudySpec, register_kind
+from stabsim.registry import REQUIRED, BadValue, boolean, choice, integer, number, open_unit
 
 ALGORITHMS = ("p0_alg2", "p1_alg3", "p2_alg1", "p3_onpairstrc", "p3_onpairc", "p3_offpairstrc",
               "p3_offpairc", "p4_alg1", "p4_alg2")
@@ -56,7 +56,7 @@ AUDIT = {
                description="privacy audit of one private algorithm on its worst-case design: the audit statistic "
                            "of every run on S and S' (estimators and accountant in the check)")
 def privacy_audit_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset:
-    from ..privacy.audit_runner import audit_scores
+    from stabsim.privacy.audit_runner import audit_scores
 
     params = spec.cell_params(cell)
     if params["audit"]["threat_model"] == "known_randomness":
@@ -85,7 +85,7 @@ def _kr_vars(shift, ratio):
 
 
 def _known_randomness_cell(spec, params, replicates):
-    from ..privacy.audit_output import known_randomness_scores
+    from stabsim.privacy.audit_output import known_randomness_scores
 
     inst, kw = known_randomness_inputs(params, spec.seed)
     reps = np.asarray(replicates, dtype=np.int64)

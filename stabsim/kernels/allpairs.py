@@ -6,7 +6,7 @@ gradient of the empirical pairwise risk over all ordered pairs i != j,
     F_S(w) = 1/(n(n-1)) sum_{i != j} f(w; z_i, z_j)     (P2's L(theta; D), Alg. 1; errata P2-A)
 
 which the twin kernel's FULL_BATCH branch (``stabsim.kernels.twin_steps._grad``) evaluates as a
-double loop: O(n^2 d) per step.  For the linear forms of ``stabsim.losses`` the margin of a
+double loop: O(n^2 d) per step.  For the linear forms of ``stabsim.engine.losses`` the margin of a
 pair depends on w only through the *scores* s_i = w.x_i, m_ij = c(y_i, y_j) (s_i - s_j), so
 
     grad F_S(w) = 1/(n(n-1)) sum_i a_i x_i,   a_i = sum_{j != i} [c_ij phi'(m_ij) - c_ji phi'(m_ji)]
@@ -34,7 +34,7 @@ is accurate to ~1e-16 absolute (1e-10 relative while it is above ~1e-6).  If the
 exceeds 600/gamma (e^{600} would overflow in the products) the per-pair stable formula of
 ``losses.phi_value_deriv`` is used instead.
 
-Labels in {-1, +1} (as ``stabsim.validation.check_Xy`` enforces for the AUC losses; for
+Labels in {-1, +1} (as ``stabsim.engine.validation.check_Xy`` enforces for the AUC losses; for
 ``ranking`` any real labels are accepted and then take the generic O(n^2 + n d) path).
 With P = {i : y_i = +1}, N = {i : y_i = -1}, n_+ = |P|, n_- = |N|, and
 gamma = 1 (``auc``, ``auc_ordered``) or 2 (``ranking``: c = y - y' = +-2), every
@@ -47,7 +47,7 @@ positive/negative unordered pair has margin m_PN = gamma (s_P - s_N) in both ord
 fac = 2 for the symmetric forms (``auc``, ``ranking``: both orders count) and 1 for
 ``auc_ordered`` (only (y, y') = (1, -1), P1 Sec. 5 as printed).  Same-label pairs have zero
 gradient (c = 0); for ``ranking`` their value phi(0) still enters the average loss, exactly
-as ``stabsim.losses.pair_loss_grad`` evaluates it.
+as ``stabsim.engine.losses.pair_loss_grad`` evaluates it.
 
 Squared loss (phi(m) = (1 - m)^2): with u_P = 1/gamma - s_P, ubar = mean_P u_P,
 sbar = mean_N s_N,
@@ -88,9 +88,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, RANKING, SQUARED, phi_value_deriv
+from stabsim.engine.losses import AUC, AUC_ORDERED, HINGE, LOGISTIC, RANKING, SQUARED, phi_value_deriv
 
 #: extra workspace slots beyond 4 n: the explicit stack of the in-place quicksort
 _STACK = 160
@@ -126,7 +126,7 @@ def _fac(form):
 
 @njit(cache=True, inline="always")
 def _coef(form, ya, yb):
-    """c with m = c w.(x_a - x_b), exactly as ``stabsim.losses._linear_coef``."""
+    """c with m = c w.(x_a - x_b), exactly as ``stabsim.engine.losses._linear_coef``."""
     if form == AUC:
         return 0.5 * (ya - yb)
     if form == AUC_ORDERED:

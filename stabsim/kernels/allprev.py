@@ -12,10 +12,10 @@ draws than examples (t > n), run over the examples weighted by how often each wa
 
 from __future__ import annotations
 
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import RANKING, phi_deriv, phi_value_deriv
-from .allpairs import _coef, _row
+from stabsim.engine.losses import RANKING, phi_deriv, phi_value_deriv
+from stabsim.kernels.allpairs import _coef, _row
 
 
 @njit(cache=True, inline="always")

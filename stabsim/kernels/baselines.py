@@ -25,10 +25,10 @@ method         update at step t (z_t = (x_t, y_t), w = w_{t-1})                 
                Natole, Ying & Lyu 2018, P1 ref. [26]): w_t = Pi(w - eta g(w; z_t))
 =============  =====================================================================  ===========
 
-f is the symmetric AUC loss of ``stabsim.losses`` form ``auc`` with the hinge:
+f is the symmetric AUC loss of ``stabsim.engine.losses`` form ``auc`` with the hinge:
 f(w; z, z') = I[y=1, y'=-1] (1 - w.(x - x'))_+ + I[y=-1, y'=1] (1 - w.(x' - x))_+
 (P1 Sec. 6), with the subgradient -s (x - x') when the margin s w.(x - x') < 1 (0 at the
-kink, as ``stabsim.losses``), s = (y - y')/2.
+kink, as ``stabsim.engine.losses``), s = (y - y')/2.
 
 SPAUC's stochastic gradient (square loss).  With p = n+/n and the class means mu+, mu- of
 the training set,
@@ -41,7 +41,7 @@ exactly (the minimisers a = w.mu+, b = w.mu-, alpha = w.(mu- - mu+) of the saddl
 form plugged in).  tests/test_baselines.py checks this identity.
 
 Index streams and buffers (identical randomness for tests/naive_baselines.py).  Every random
-number comes from the counter-based ``stabsim.rng`` streams of (seed, replicate):
+number comes from the counter-based ``stabsim.engine.rng`` streams of (seed, replicate):
 
 * ``STREAM_INDEX`` (key ``ki``): p1_alg1 i_t = randint(ki, t, n), t = 0..T (as the twin
   kernel); sgd_pair (i, j) = pair_ij(ki, t, n) (as the twin kernel); olp, oam_gra, spauc:
@@ -60,7 +60,7 @@ k - 1 while k <= N, later it replaces slot randint(kr, 2t + 1, N) with probabili
 
 Kernels are resumable: the state (iterates, running sums, buffers, counters) lives in
 arrays the caller owns, and a call performs steps t0 + 1 .. t1.  The driver
-(``stabsim.baselines``) calls them between checkpoints and reads the CPU time there, so
+(``stabsim.engine.p1_baselines``) calls them between checkpoints and reads the CPU time there, so
 Figure 1's time axis is measured, not extrapolated.  Nothing is allocated in the loops.
 
 State layout (all methods): W (4, d): W[0] current iterate w_t, W[1] previous iterate
@@ -73,11 +73,11 @@ from __future__ import annotations
 
 import math
 
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..rng import pair_ij, randint, uniform
+from stabsim.engine.rng import pair_ij, randint, uniform
 
-#: stabsim.rng stream id of the reservoir-sampling draws (OLP, OAM_gra); rng.py's engine
+#: stabsim.engine.rng stream id of the reservoir-sampling draws (OLP, OAM_gra); rng.py's engine
 #: streams are 1..7, so this id cannot collide with them.
 STREAM_RESERVOIR = 101
 
@@ -198,7 +198,7 @@ def p1_alg1_steps(X, y, ki, eta, radius, t0, t1, W, F, I):
 def sgd_pair_steps(X, y, ki, eta, radius, t0, t1, W, F):
     """SGD_pair: (i, j) = pair_ij(ki, t, n) uniform over ordered pairs i != j,
     w_t = Pi_W(w_{t-1} - eta grad f(w_{t-1}; z_i, z_j)).  Output (1/t) sum_{j<t} w_j
-    (P4's numbering, as ``stabsim.algorithms`` ``sgd_pair``): W[2] += w_{t-1} before step t."""
+    (P4's numbering, as ``stabsim.engine.algorithm_specs`` ``sgd_pair``): W[2] += w_{t-1} before step t."""
     n = X.shape[0]
     d = X.shape[1]
     w = W[0]

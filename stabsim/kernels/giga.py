@@ -19,7 +19,7 @@ position t-1 holds the data index of z_t), run on S and on its neighbour S' in l
 * offline (Algs 3/4): w~ = (w_1 + ... + w_n)/n (burn-in points included), final output
   Pi_C(w~ + sigma_off u), u ~ N(0, I).
 
-Random streams (counter-based, ``stabsim.rng``), per replicate:
+Random streams (counter-based, ``stabsim.engine.rng``), per replicate:
 ``STREAM_BURNIN`` (8) random points of C: point j (j = 1..T_1 burn-in; j = 0 the random
 regulariser centre of OnPairC, drawn on the Python side with the same function) uses the
 normal counters j(p+1) .. j(p+1)+p-1 for its direction and the uniform counter
@@ -45,14 +45,14 @@ import math
 
 import numpy as np
 from numba import prange, types
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..constraints import project
-from ..losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad
-from ..rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
-from .allprev import allprev_pairs, allprev_pairs_grad
-from .native_call import address_for, caller_beside, make_native_caller
-from .nrt_free import NRT_FREE
+from stabsim.engine.constraints import project
+from stabsim.engine.losses import AUC, AUC_ORDERED, RANKING, pair_loss_grad
+from stabsim.engine.rng import STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key, uniform
+from stabsim.kernels.allprev import allprev_pairs, allprev_pairs_grad
+from stabsim.compile.native_call import address_for, caller_beside, make_native_caller
+from stabsim.kernels.nrt_free import NRT_FREE
 
 #: stream of P3's random points of C (burn-in points, OnPairC's random w_0); not in rng.py's list
 STREAM_BURNIN = 8

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange, types
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, phi_value_deriv
-from ..rng import STREAM_NOISE, normal, stream_key
-from .native_call import address_for, caller_beside, make_native_caller
-from .nrt_free import NRT_FREE
+from stabsim.engine.losses import AUC, AUC_ORDERED, RANKING, _linear_coef, pair_loss_grad, phi_value_deriv
+from stabsim.engine.rng import STREAM_NOISE, normal, stream_key
+from stabsim.compile.native_call import address_for, caller_beside, make_native_caller
+from stabsim.kernels.nrt_free import NRT_FREE
 
 #: largest n for which P2 Alg. 1 keeps phi of each unordered pair (two n x n workspaces per thread,
 #: 16 MiB at n = 1024); larger data sets evaluate both orders of each pair (same numbers)

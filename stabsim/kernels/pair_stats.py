@@ -1,7 +1,7 @@
 """Sufficient statistics of the squared pairwise loss: all pairs, and all previous draws.
 
 The squared loss phi(m) = (1 - m)^2 is a quadratic in w, so for the linear pairwise forms of
-``stabsim.losses`` (labels in {-1, +1}; notation of ``stabsim.kernels.allpairs``: gamma = 1 for
+``stabsim.engine.losses`` (labels in {-1, +1}; notation of ``stabsim.kernels.allpairs``: gamma = 1 for
 ``auc`` / ``auc_ordered``, 2 for ``ranking``; fac = 2 for the symmetric forms, 1 for
 ``auc_ordered``) per class the count m, mean mu and centred scatter C = sum (x - mu)(x - mu)^T
 give
@@ -29,10 +29,10 @@ per-run class statistics with ``stats_add`` and calls ``allprev_squared`` for th
 
 from __future__ import annotations
 
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import AUC, AUC_ORDERED, RANKING
-from .allpairs import _fac, _gamma, _row
+from stabsim.engine.losses import AUC, AUC_ORDERED, RANKING
+from stabsim.kernels.allpairs import _fac, _gamma, _row
 
 
 def stats_shape(d: int) -> tuple[int, int]:

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 from numba import prange
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import phi_value_deriv
+from stabsim.engine.losses import phi_value_deriv
 
 
 @njit(cache=True)
@@ -60,7 +60,7 @@ def regret_objective(X, y, w, center, lam, ranking, phi, row_val, row_grad):
 
     X (n, d), y (n,) in stream order; ``ranking`` True for k = y_t - y_i (same-label pairs give
     phi(0)), False for the AUC form k = (y_t - y_i)/2 (same-label pairs give 0); ``phi`` a smooth
-    phi code of ``stabsim.losses``; ``row_val`` (n,) and ``row_grad`` (n, d) are work space.
+    phi code of ``stabsim.engine.losses``; ``row_val`` (n,) and ``row_grad`` (n, d) are work space.
     """
     n, d = X.shape
     p = np.empty(n)

@@ -1,5 +1,5 @@
 """numba kernels behind ``stabsim.risk``: empirical risks F_S, U-statistic rows, gradients and
-Hessians of the pairwise and pointwise losses of ``stabsim.losses``.
+Hessians of the pairwise and pointwise losses of ``stabsim.engine.losses``.
 
 The scalar functions phi (with the smoothed hinge, ``tau > 0``) are ``risk_phi``; the kernels
 named ``pn_*`` / ``sh_*``, on the P x N block of margins of a problem with two label values
@@ -16,11 +16,11 @@ import math
 
 import numpy as np
 from numba import prange
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import METRIC_TAU, POINT_LSQ, SQUARED, pair_loss_grad, point_loss_grad
-from .risk_phi import phi2_lower, phi_all, phi_second, phi_value, phi_vd
-from .risk_pn import pn_rows, pn_sum
+from stabsim.engine.losses import METRIC_TAU, POINT_LSQ, SQUARED, pair_loss_grad, point_loss_grad
+from stabsim.kernels.risk_phi import phi2_lower, phi_all, phi_second, phi_value, phi_vd
+from stabsim.kernels.risk_pn import pn_rows, pn_sum
 
 KIND_POINT, KIND_PN, KIND_RANK, KIND_METRIC = range(4)
 MODE_LOOP, MODE_SCORES, MODE_FAST = range(3)

@@ -3,16 +3,16 @@
 ``tau > 0`` replaces the hinge by its softplus smoothing tau log(1 + exp((1 - m)/tau)), which
 lies between (1 - m)_+ and (1 - m)_+ + tau log 2 (used by the ERM solver; for |1 - m| > 36 tau
 it is taken equal to the hinge, an error below 2.4e-16 tau).  The other phi are those of
-``stabsim.losses`` (``phi_value_deriv``).
+``stabsim.engine.losses`` (``phi_value_deriv``).
 """
 
 from __future__ import annotations
 
 import math
 
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import HINGE, LOGISTIC, QHINGE, SQUARED, phi_value_deriv
+from stabsim.engine.losses import HINGE, LOGISTIC, QHINGE, SQUARED, phi_value_deriv
 
 # smoothed hinge: beyond |1 - m| > 36 tau the softplus equals the hinge to below 2.4e-16 tau,
 # and is evaluated as the hinge (no exp): most pairs are far from the kink once tau is small

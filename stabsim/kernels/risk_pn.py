@@ -32,10 +32,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import HINGE, LOGISTIC, SQUARED
-from .risk_phi import _TCUT, phi_all, phi_second, phi_value, phi_vd, phi2_lower
+from stabsim.engine.losses import HINGE, LOGISTIC, SQUARED
+from stabsim.kernels.risk_phi import _TCUT, phi_all, phi_second, phi_value, phi_vd, phi2_lower
 
 
 @njit(cache=True, nogil=True)

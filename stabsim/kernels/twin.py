@@ -6,7 +6,7 @@ noise, output rule, recording, by name).  Both runs of a replicate consume the s
 stream (same indices, same initial point, same Gaussian noise unless the noise is independent),
 which is the coupling every stability bound assumes (docs/errata.md, Conventions, "Coupling").
 Replicates run in parallel with ``prange`` (``_twin_kernel``); each is a pure function of
-``(seed, reps[r])`` through the counter-based generator in ``stabsim.rng``, so results do not
+``(seed, reps[r])`` through the counter-based generator in ``stabsim.engine.rng``, so results do not
 depend on the thread count or on chunking.  The step maths (schedules, output conventions,
 recorded columns) is ``twin_steps``; one replicate is built by ``twin_replicate``.
 
@@ -19,9 +19,9 @@ What is decided here, none of it changing a number:
   (``wants_specialised``, ``replicate_address``: its loss form, constraint, noise mode, output
   lag, reference point, recorded outputs and dimension compiled in as constants);
 * what a helper process compiles beside a cold call (``_compiled_beside``,
-  ``stabsim.compile_beside``);
+  ``stabsim.compile.beside``);
 * whether the call runs in a helper thread that a signal can interrupt
-  (``INTERRUPTIBLE_MIN_WORK``, ``stabsim._signals``).
+  (``INTERRUPTIBLE_MIN_WORK``, ``stabsim.runtime.signals``).
 """
 
 from __future__ import annotations
@@ -32,15 +32,15 @@ import numpy as np
 from numba import prange, typeof, types
 from numba._dispatcher import compute_fingerprint
 
-from .. import compile_beside
-from .._signals import call_interruptible, new_stop_flag
-from ..jit import njit
-from ..losses import AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, linear_pair_value, point_coef
-from ..rng import stream_key
-from .native_call import address_for, caller_beside, make_native_caller
-from .twin_config import TwinConfig, kernel_arg
-from .twin_replicate import build_replicate, replicate_types, spec_of, twin_layout
-from .twin_steps import (FAST_PAIR, FAST_POINT, FAST_PREVIOUS, GENERAL, NOISE_NONE, POINTWISE, PREVIOUS,
+from stabsim.compile import beside as compile_beside
+from stabsim.runtime.signals import call_interruptible, new_stop_flag
+from stabsim.compile.jit import njit
+from stabsim.engine.losses import AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, linear_pair_value, point_coef
+from stabsim.engine.rng import stream_key
+from stabsim.compile.native_call import address_for, caller_beside, make_native_caller
+from stabsim.kernels.twin_config import TwinConfig, kernel_arg
+from stabsim.kernels.twin_replicate import build_replicate, replicate_types, spec_of, twin_layout
+from stabsim.kernels.twin_steps import (FAST_PAIR, FAST_POINT, FAST_PREVIOUS, GENERAL, NOISE_NONE, POINTWISE, PREVIOUS,
                          UNIFORM_PAIR, _first_draws, _record)
 
 _LINEAR_PAIR_FORMS = (AUC, AUC_ORDERED, RANKING)
@@ -112,7 +112,7 @@ _CPU_REPLICATES = tuple(build_replicate(kind, True) for kind in range(GENERAL + 
 def replicate_address(kind: int, kernel_args: tuple, spec: tuple, specialise: bool = False) -> int:
     """The address of kind ``kind``'s replicate compiled for ``_twin_kernel(addr, *kernel_args)``
     (compiled or loaded from the on-disk cache on first use; when it is compiled, the kernel and
-    the checkpoint sums are compiled meanwhile in a helper process, ``stabsim.compile_beside``).
+    the checkpoint sums are compiled meanwhile in a helper process, ``stabsim.compile.beside``).
     ``spec``: the call's ``specialisation``, the constants of a specialised build.
 
     Cold start (``SPECIALISE_COLD``): when a fast kind's replicate is neither compiled in this
@@ -228,7 +228,7 @@ def _late_callees(kind: int) -> list:
     compiled here as before (benchmarks/README.md, "The loop compiled beside its replicate").
     The signatures are the warm-up's recorded ones (the kernel's arguments have fixed types);
     one the call does not use only costs the helper's time."""
-    from ..kernel_signatures import load_signatures
+    from stabsim.compile.signatures import load_signatures
 
     want = [(f.py_func.__module__, f.py_func.__name__, literal) for f, literal in _LATE_CALLEES[kind]]
     homes = {name: module for module, name, _ in want}
@@ -350,7 +350,7 @@ def twin_kernel(config: TwinConfig, X, Y, kidx, krows, reps, seed, W0, rec, outs
     ``stop`` (int64 array of one element, default a fresh zero): the kernel returns early once
     ``stop[0]`` is non-zero.  Called from the main thread, the kernel runs in a helper thread
     and a signal (Ctrl-C, SIGTERM) sets the flag and is re-raised here within about a second
-    (``stabsim._signals.call_interruptible``); the unfinished ``rec`` is then discarded.
+    (``stabsim.runtime.signals.call_interruptible``); the unfinished ``rec`` is then discarded.
 
     ``specialise``: None (automatic), True or False: whether a fast kind runs the replicate
     compiled for this configuration (``wants_specialised``); the numbers are the same.

@@ -9,8 +9,8 @@ holds everything the replicates share, by name:
 schedule      ``schedule`` (``twin_steps.PREVIOUS`` .. ``FULL_BATCH``), ``buffer`` (s of the
               FIFO buffer), ``sequential`` (the online stream), ``T`` steps, the step sizes
               ``etas`` (eta_t = etas[t * eta_stride]; stride 0: one constant)
-loss form     ``form``, ``phi``, ``q`` (``stabsim.losses``)
-constraint    ``ckind``, ``radius`` (``stabsim.constraints``), ``md`` (d for matrix
+loss form     ``form``, ``phi``, ``q`` (``stabsim.engine.losses``)
+constraint    ``ckind``, ``radius`` (``stabsim.engine.constraints``), ``md`` (d for matrix
               parameters, else 0)
 noise         ``sigma``, ``independent_noise`` (the noise mode ``noise`` follows from them)
 output rule   ``lag`` (``twin_steps``: 2, 1, 0 or ``LAST_ITERATE``), the weights ``omegas``
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..constraints import PSD
-from ..losses import POINT_LSQ, QHINGE
-from .twin_steps import FULL_BATCH, LAST_ITERATE, NOISE_INDEPENDENT, NOISE_NONE, NOISE_SHARED
+from stabsim.engine.constraints import PSD
+from stabsim.engine.losses import POINT_LSQ, QHINGE
+from stabsim.kernels.twin_steps import FULL_BATCH, LAST_ITERATE, NOISE_INDEPENDENT, NOISE_NONE, NOISE_SHARED
 
 #: the kernel's arguments after the replicate's address, in the order of the compiled signature
 KERNEL_ARGS = ("X", "Y", "kidx", "krows", "reps", "seed", "schedule", "s", "seq", "form", "phi", "q", "ckind",

@@ -3,7 +3,7 @@
 Every kernel kind of ``stabsim.kernels.twin`` runs here, from the same code: the body of one
 replicate is ``twin_replicate.build_replicate(KIND, POLL=False)``, the function the CPU kernel
 calls in its ``prange`` loop, compiled by numba-cuda as a device function.  Nothing is written
-twice, so a replicate draws exactly the indices and normals it draws on the CPU (``stabsim.rng``:
+twice, so a replicate draws exactly the indices and normals it draws on the CPU (``stabsim.engine.rng``:
 a pure function of (seed, replicate id, counter)); the numbers agree to rounding (docs/gpu.md).
 
 Design:
@@ -34,11 +34,11 @@ from functools import lru_cache
 import numpy as np
 from numba import float64
 
-from ..backend import cuda_module, simulator_enabled
-from .twin import _CPU_REPLICATES, _specialised, kind_of, specialisation
-from .twin_config import SHARED_ARRAYS, TwinConfig
-from .twin_replicate import build_replicate, twin_layout
-from .twin_steps import GENERAL, N_REC
+from stabsim.engine.backend import cuda_module, simulator_enabled
+from stabsim.kernels.twin import _CPU_REPLICATES, _specialised, kind_of, specialisation
+from stabsim.kernels.twin_config import SHARED_ARRAYS, TwinConfig
+from stabsim.kernels.twin_replicate import build_replicate, twin_layout
+from stabsim.kernels.twin_steps import GENERAL, N_REC
 
 # imported here, not on ``import stabsim`` (this module is imported only when a GPU run is asked
 # for); a module global, as numba's simulator expects of the ``cuda`` a kernel refers to

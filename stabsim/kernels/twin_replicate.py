@@ -43,14 +43,14 @@ import numpy as np
 from numba import types
 from numba.core.errors import NumbaPerformanceWarning
 
-from ..jit import njit
-from ..losses import AUC, AUC_ORDERED, RANKING, SQUARED, linear_pair_value, point_coef
-from ..rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key
-from .nrt_free import NRT_FREE
-from .pair_stats import stats_add
-from .pipeline import LeanCompiler, SimplifiedCompiler
-from .twin_config import KERNEL_ARGS
-from .twin_steps import (ALL_PREV, FAST_PAIR, FAST_POINT, FAST_PREVIOUS, FULL_BATCH, GENERAL, NOISE_INDEPENDENT,
+from stabsim.compile.jit import njit
+from stabsim.engine.losses import AUC, AUC_ORDERED, RANKING, SQUARED, linear_pair_value, point_coef
+from stabsim.engine.rng import STREAM_INDEX, STREAM_NOISE, STREAM_NOISE_PRIME, normal, stream_key
+from stabsim.kernels.nrt_free import NRT_FREE
+from stabsim.kernels.pair_stats import stats_add
+from stabsim.compile.pipeline import LeanCompiler, SimplifiedCompiler
+from stabsim.kernels.twin_config import KERNEL_ARGS
+from stabsim.kernels.twin_steps import (ALL_PREV, FAST_PAIR, FAST_POINT, FAST_PREVIOUS, FULL_BATCH, GENERAL, NOISE_INDEPENDENT,
                          NOISE_NONE, STOP_POLL, _draw, _fast_draw, _fast_labels, _first_draws, _general_step, _grad,
                          _record, _rowid, _stop_requested, _twin_single_step)
 
@@ -322,7 +322,7 @@ def _own_name(fn, name: str):
     name and one signature: two processes that compile two kinds under the same count write
     cache entries with the same symbol, and a process that loads both ran one kind's code for
     the other (measured: P4 Alg. 2's numbers changed in a suite whose kernels the warm-up
-    compiled).  A name per kind keeps the symbols apart (``stabsim._cache`` also spreads the
+    compiled).  A name per kind keeps the symbols apart (``stabsim.compile.cache`` also spreads the
     counter; tests/test_cache_symbols.py)."""
     fn.__name__ = fn.__qualname__ = name
     return fn

@@ -55,7 +55,7 @@ Two paths:
 
 Helpers on the hot path are numba-inlined (``inline="always"``) at few call sites; numba
 builds and copies an inlined callee's IR at each site, so deep chains of them would make the
-compilation slow (``stabsim.jit`` makes the copy linear in the callee's size; benchmarks/README.md,
+compilation slow (``stabsim.compile.jit`` makes the copy linear in the callee's size; benchmarks/README.md,
 "Compile time").
 """
 
@@ -66,14 +66,14 @@ import math
 from numba import types
 from numba.extending import intrinsic
 
-from ..constraints import FROBENIUS, L2, project
-from ..jit import njit
-from ..losses import (AUC, AUC_ORDERED, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad, point_coef,
+from stabsim.engine.constraints import FROBENIUS, L2, project
+from stabsim.compile.jit import njit
+from stabsim.engine.losses import (AUC, AUC_ORDERED, RANKING, _linear_coef, linear_pair_coef, pair_loss_grad, point_coef,
                       point_coef_from_dot)
-from ..rng import pair_ij, randint
-from .allpairs import allpairs_grad
-from .allprev import add_row, allprev_counts, allprev_pairs, row_score
-from .pair_stats import allprev_squared
+from stabsim.engine.rng import pair_ij, randint
+from stabsim.kernels.allpairs import allpairs_grad
+from stabsim.kernels.allprev import add_row, allprev_counts, allprev_pairs, row_score
+from stabsim.kernels.pair_stats import allprev_squared
 
 PREVIOUS, ALL_PREV, UNIFORM_PAIR, POINTWISE, FULL_BATCH = range(5)
 N_REC = 5

@@ -11,16 +11,16 @@
 * :mod:`.audit_runner` -- empirical audits: ``run_audit`` (loaded lazily).
 """
 
-from .errors import InfeasiblePrivacyParameters
-from . import analytic, audit, calibration
-from .calibration import (
+from stabsim.privacy.errors import InfeasiblePrivacyParameters
+from stabsim.privacy import analytic, audit, calibration
+from stabsim.privacy.calibration import (
     gaussian_mechanism_sigma, p0_sensitivity_eq9, p0_sigma2, p1_alg3_schedule, p1_thm10_eta,
     p2_sensitivity, p2_sigma, p3_check_burnin, p3_convex_surrogate, p3_eta, p3_rho,
     p3_sensitivity, p3_sigma2_offline, p3_sigma2_online, p3_T1, p4_beta_search,
     p4_condition_margins, p4_feasible, p4_lambda, p4_sigma2,
 )
-from .analytic import analytic_gaussian_delta, analytic_gaussian_epsilon, analytic_gaussian_sigma
-from .audit import (
+from stabsim.privacy.analytic import analytic_gaussian_delta, analytic_gaussian_epsilon, analytic_gaussian_sigma
+from stabsim.privacy.audit import (
     clopper_pearson_upper, eps_from_rates, eps_lower_from_counts, eps_lower_from_scores,
 )
 

@@ -65,10 +65,10 @@ import dp_accounting as dpa
 from dp_accounting import rdp as dpa_rdp
 from scipy.optimize import brentq
 
-from . import _checks as chk
-from . import calibration as cal
-from .exact import PLD_POINT_BUDGET, gdp_epsilon, pld_points
-from .pld_gaussian import VectorPLDAccountant   # dp_accounting's PLDAccountant, its Gaussian grids on arrays
+from stabsim.privacy import _checks as chk
+from stabsim.privacy import calibration as cal
+from stabsim.privacy.exact import PLD_POINT_BUDGET, gdp_epsilon, pld_points
+from stabsim.privacy.pld_gaussian import VectorPLDAccountant   # dp_accounting's PLDAccountant, its Gaussian grids on arrays
 
 NR = dpa.NeighboringRelation
 

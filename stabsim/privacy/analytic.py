@@ -20,7 +20,7 @@ from scipy.optimize import brentq
 from scipy.special import log_ndtr
 from scipy.stats import norm
 
-from . import _checks as chk
+from stabsim.privacy import _checks as chk
 
 __all__ = ["analytic_gaussian_delta", "analytic_gaussian_epsilon", "analytic_gaussian_sigma"]
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta as beta_dist
 
-from . import _checks as chk
+from stabsim.privacy import _checks as chk
 
 __all__ = ["AuditResult", "clopper_pearson_upper", "eps_from_rates", "eps_lower_from_counts",
            "eps_lower_from_scores"]

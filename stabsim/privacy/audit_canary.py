@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..losses import AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, get_loss
+from stabsim.engine.losses import AUC, AUC_ORDERED, POINT, POINT_LSQ, RANKING, get_loss
 
 __all__ = ["Canary", "make_canary", "statistic_scores"]
 

@@ -11,18 +11,18 @@ import warnings
 
 import numpy as np
 
-from ..losses import get_loss
-from . import algorithms as palg
-from .audit_canary import make_canary
-from .audit_runner import PrivacyViolationWarning, _default, run_audit
-from .audit_text import DefaultsHelpFormatter, accountant_note
+from stabsim.engine.losses import get_loss
+from stabsim.privacy import algorithms as palg
+from stabsim.privacy.audit_canary import make_canary
+from stabsim.privacy.audit_runner import PrivacyViolationWarning, _default, run_audit
+from stabsim.privacy.audit_text import DefaultsHelpFormatter, accountant_note
 
 
 def build_parser():
     """The ``stabsim audit`` argument parser (every option with a one-line help and its default)."""
     import argparse
 
-    from ..backend import BACKENDS
+    from stabsim.engine.backend import BACKENDS
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message):  # one-line errors, like the rest of the CLI
@@ -37,7 +37,7 @@ def build_parser():
     p.add_argument("algorithm", help=f"one of {', '.join(palg.PRIVATE_ALGORITHMS)}")
     p.add_argument("--data", default="worst-case",
                    help="'worst-case' (the algorithm's worst-case audit design: data, canary, loss, G, eta, w0; "
-                        "stabsim.privacy.audit_designs), a stabsim.datasets name, 'problem:NAME' (a synthetic "
+                        "stabsim.privacy.audit_designs), a stabsim.engine.real_datasets name, 'problem:NAME' (a synthetic "
                         "problem) or 'canary-copies' (n copies of one point with the auto canary; refused where "
                         "the canary changes no gradient)")
     p.add_argument("--threat-model", default="auto", choices=("auto", "every_iterate", "final_output"),
@@ -58,7 +58,7 @@ def build_parser():
     p.add_argument("--eta", type=float, default=None, help="step size (default: the paper's schedule)")
     p.add_argument("--json", default=None, help="also write the report as JSON to this file")
     p.add_argument("--backend", default="cpu", choices=BACKENDS,
-                   help="where the runs' twin kernels run (stabsim.backend): cpu, cuda (a GPU) or auto")
+                   help="where the runs' twin kernels run (stabsim.engine.backend): cpu, cuda (a GPU) or auto")
     return p
 
 
@@ -66,7 +66,7 @@ def _check_canary_copies(algorithm, X, y, loss=None):
     """Refuse ``--data canary-copies`` where the canary cannot change anything: a pairwise loss on
     labels of one sign (no pair of opposite labels, so every AUC-type term is zero) or a canary whose
     gradient terms equal those of the example it replaces at w = 0."""
-    from .audit_canary import _direction
+    from stabsim.privacy.audit_canary import _direction
 
     fn = palg.PRIVATE_ALGORITHMS.get(algorithm)
     if fn is None:
@@ -102,7 +102,7 @@ def main(argv=None) -> int:
     import json
     import sys
 
-    from ..backend import BackendError
+    from stabsim.engine.backend import BackendError
 
     p = build_parser()
     try:
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         kw = {k: v for k, v in (("loss", a.loss), ("T", a.T), ("eta", a.eta)) if v is not None}
         canary = "auto"
         if a.data == "worst-case":
-            from .audit_designs import worst_case_design
+            from stabsim.privacy.audit_designs import worst_case_design
 
             design = worst_case_design(a.algorithm, n=a.n, T=a.T)
             X, y, canary = design.X, design.y, design.canary
@@ -123,10 +123,10 @@ def main(argv=None) -> int:
                 X = X * y[:, None]
             _check_canary_copies(a.algorithm, X, y, kw.get("loss"))
         elif a.data.startswith("problem:"):
-            from ..synthetic import make_problem
+            from stabsim.engine.synthetic import make_problem
             X, y = make_problem(a.data.split(":", 1)[1], d=a.d).sample(a.n, seed=a.seed)
         else:
-            from .. import datasets
+            from stabsim.engine import real_datasets as datasets
             X, y, _ = datasets.load(a.data)
         with warnings.catch_warnings():
             # the violation is printed once, in the banner (verbose); not again as a Python warning

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..validation import positive_int
+from stabsim.engine.validation import positive_int
 
 __all__ = ["AuditDesign", "worst_case_design", "WHITEBOX_ALGORITHMS"]
 
@@ -74,7 +74,7 @@ def _one_positive(n):
 def worst_case_design(algorithm, n=50, T=None) -> AuditDesign:
     """The audit design of ``algorithm`` (module docstring) with ``n`` examples and ``T`` steps
     (default: the algorithm's own default)."""
-    from .algorithms import PRIVATE_ALGORITHMS
+    from stabsim.privacy.algorithms import PRIVATE_ALGORITHMS
 
     if algorithm not in PRIVATE_ALGORITHMS:
         raise ValueError(f"unknown private algorithm {algorithm!r}; allowed: {', '.join(PRIVATE_ALGORITHMS)}")

@@ -65,7 +65,7 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.stats import norm
 
-from . import _checks as chk
+from stabsim.privacy import _checks as chk
 
 __all__ = ["FAMILY_ASSUMPTION", "FamilyFit", "StepMixture", "step_mixture", "family_fit",
            "family_means", "family_fit_available", "poisson_gaussian_epsilon"]
@@ -110,8 +110,8 @@ class StepMixture:
 def step_mixture(X, y, X1, y1, lossf, w0, sigma, T, G) -> StepMixture:
     """The :class:`StepMixture` of a pointwise design (S = (X, y), S' = (X1, y1)): uniform point,
     gradients at ``w0``, all on one line (else ValueError: the family fit needs collinear gradients)."""
-    from .audit_whitebox import terms
-    from ..losses import point_loss_grad
+    from stabsim.privacy.audit_whitebox import terms
+    from stabsim.engine.losses import point_loss_grad
 
     if lossf.pairwise:
         raise ValueError("step_mixture handles pointwise losses only (P4 Alg. 1)")

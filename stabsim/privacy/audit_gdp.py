@@ -44,9 +44,9 @@ from functools import lru_cache
 import numpy as np
 from scipy.stats import norm
 
-from . import _checks as chk
-from .audit import _counts, clopper_pearson_upper
-from .exact import gdp_epsilon
+from stabsim.privacy import _checks as chk
+from stabsim.privacy.audit import _counts, clopper_pearson_upper
+from stabsim.privacy.exact import gdp_epsilon
 
 __all__ = ["GdpAudit", "gdp_audit", "mu_from_rates", "gdp_epsilon_lower"]
 
@@ -106,7 +106,7 @@ def gdp_epsilon_lower(mu, delta):
 def _pld_epsilon_lower(mu, delta):
     """The optimistic PLD's eps(delta) of mu-GDP (seconds each: remembered in this process, since
     audits that separate perfectly share their mu bound, which depends on the counts alone)."""
-    from .pld_gaussian import gaussian_pld   # = from_gaussian_mechanism, its buckets on arrays
+    from stabsim.privacy.pld_gaussian import gaussian_pld   # = from_gaussian_mechanism, its buckets on arrays
 
     dist = gaussian_pld(1.0 / mu, 1.0, 1e-4, pessimistic=False, connect_dots=False)
     return max(0.0, float(dist.get_epsilon_for_delta(delta)))

@@ -47,7 +47,7 @@ The *sensitivity ratio* of a sequence xi is ||v|| / Delta (online P3: max_t ||v_
 finding; for the high-probability bounds of P0 and P1 a finding only if it fails on more than a
 fraction gamma of the sequences).  ``worst_instance`` searches the instance (S, replaced example,
 replacement) that maximises it: the audit design, a sample of a synthetic problem and the BFGT
-lower-bound instance (:mod:`stabsim.lower_bounds`), at the allowed positions k, with the canary,
+lower-bound instance (:mod:`stabsim.engine.lower_bounds`), at the allowed positions k, with the canary,
 the label flip, the engine's "farthest" neighbour and points on the data's norm sphere.
 
 Where the release is projected (P3: Pi_C(w + n), post-processing of the Gaussian mechanism the
@@ -69,9 +69,9 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import chi2, norm
 
-from . import algorithms as palg
-from . import calibration as cal
-from .exact import gdp_epsilon
+from stabsim.privacy import algorithms as palg
+from stabsim.privacy import calibration as cal
+from stabsim.privacy.exact import gdp_epsilon
 
 __all__ = ["KNOWN_RANDOMNESS", "OUTPUT_PERTURBATION", "THREAT_MODELS", "KnownRandomnessScores",
            "KnownRandomnessReport", "known_randomness_scores", "known_randomness_report",
@@ -172,7 +172,7 @@ def _run(algorithm, X, y, ids, common, kw):
 
 
 def _p0(X, y, ids, common, kw):
-    from ..constraints import get_constraint
+    from stabsim.engine.constraints import get_constraint
 
     if get_constraint(kw.get("constraint", "none")).name != "none":
         raise ValueError("the known-randomness audit of p0_alg2 needs W unconstrained (constraint='none'): "
@@ -214,16 +214,16 @@ def _p1(X, y, ids, common, kw):
 
 
 def _proj_rows(cons, W, md):
-    from .algorithms.common import _project
+    from stabsim.privacy.algorithms.common import _project
 
     return _project(cons, W, md)
 
 
 def _p3(algorithm, X, y, ids, common, kw):
-    from .. import rng
-    from ..constraints import get_constraint
-    from ..losses import get_loss
-    from .algorithms.common import gaussian_rows
+    from stabsim.engine import rng
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
+    from stabsim.privacy.algorithms.common import gaussian_rows
 
     online = algorithm.startswith("p3_on")
     n, p = X.shape
@@ -292,10 +292,10 @@ def known_randomness_scores(algorithm, X, y, *, eps, delta, replicates, seed=0, 
     canary's S' for the replicate ids ``replicates`` (a count or an array): each replicate xi is run on S and
     S' with shared internal randomness and independent noise (module docstring).  ``canary``: as in
     :func:`stabsim.privacy.audit_runner.make_canary` ("auto", "flip" or (k, x', y'))."""
-    from ..losses import get_loss
-    from ..validation import check_Xy, open_unit, positive, positive_int
-    from .audit_canary import make_canary
-    from .audit_runner import _allowed_indices, _default
+    from stabsim.engine.losses import get_loss
+    from stabsim.engine.validation import check_Xy, open_unit, positive, positive_int
+    from stabsim.privacy.audit_canary import make_canary
+    from stabsim.privacy.audit_runner import _allowed_indices, _default
 
     if algorithm not in OUTPUT_PERTURBATION:
         raise ValueError(f"the known-randomness audit applies to the output-perturbation algorithms "
@@ -396,8 +396,8 @@ class KnownRandomnessReport:
 def known_randomness_report(algorithm, sc: KnownRandomnessScores, *, eps, delta, confidence=0.95,
                             noise_scale=1.0) -> KnownRandomnessReport:
     """The estimators of the known-randomness audit (module docstring) from its scores."""
-    from .audit import clopper_pearson_upper
-    from ..validation import open_unit, positive
+    from stabsim.privacy.audit import clopper_pearson_upper
+    from stabsim.engine.validation import open_unit, positive
 
     confidence = open_unit("confidence", confidence)
     delta = open_unit("delta", delta)
@@ -454,9 +454,9 @@ def _support_points(X, m=8):
 
 
 def _data_sets(algorithm, n, seed):
-    from ..lower_bounds import bfgt_instance
-    from ..synthetic import make_problem
-    from .audit_designs import worst_case_design
+    from stabsim.engine.lower_bounds import bfgt_instance
+    from stabsim.engine.synthetic import make_problem
+    from stabsim.privacy.audit_designs import worst_case_design
 
     d = worst_case_design(algorithm, n=n)
     out = [("audit design", d.X, d.y)]
@@ -483,10 +483,10 @@ def worst_instance(algorithm, *, n=50, T=None, eps=1.0, delta=1e-5, seed=0, repl
 
 @lru_cache(maxsize=32)
 def _worst_instance(algorithm, n, T, eps, delta, seed, replicates, positions, options):
-    from ..losses import get_loss
-    from .audit_canary import make_canary
-    from .audit_designs import worst_case_design
-    from .audit_runner import _allowed_indices, _default
+    from stabsim.engine.losses import get_loss
+    from stabsim.privacy.audit_canary import make_canary
+    from stabsim.privacy.audit_designs import worst_case_design
+    from stabsim.privacy.audit_runner import _allowed_indices, _default
 
     if algorithm not in OUTPUT_PERTURBATION:
         raise ValueError(f"worst_instance: {algorithm!r} is not an output-perturbation algorithm "

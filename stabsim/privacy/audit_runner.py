@@ -80,14 +80,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..constraints import get_constraint
-from ..losses import get_loss
-from .audit_canary import Canary, make_canary, statistic_scores
-from .audit_text import accountant_note  # noqa: F401 (re-exported)
-from ..validation import check_Xy, open_unit, positive, positive_int
-from ._checks import choice
-from . import algorithms as palg
-from . import audit as audit_stats
+from stabsim.engine.constraints import get_constraint
+from stabsim.engine.losses import get_loss
+from stabsim.privacy.audit_canary import Canary, make_canary, statistic_scores
+from stabsim.privacy.audit_text import accountant_note  # noqa: F401 (re-exported)
+from stabsim.engine.validation import check_Xy, open_unit, positive, positive_int
+from stabsim.privacy._checks import choice
+from stabsim.privacy import algorithms as palg
+from stabsim.privacy import audit as audit_stats
 
 __all__ = ["AuditReport", "Canary", "PrivacyViolationWarning", "make_canary", "run_audit",
            "statistic_scores", "accountant_epsilon_for",
@@ -123,7 +123,7 @@ class AuditReport:
     gdp: dict | None = None              # :class:`~stabsim.privacy.audit_gdp.GdpAudit` as a dict
     gdp_exact: bool = False              # the trade-off curve is exactly Gaussian (GDP fit exact)
     scores: tuple | None = field(default=None, repr=False)   # (scores on S, scores on S')
-    backend: str = "cpu"                 # where the runs' run_twin ran (stabsim.backend)
+    backend: str = "cpu"                 # where the runs' run_twin ran (stabsim.engine.backend)
     family: dict | None = None           # :class:`~stabsim.privacy.audit_family.FamilyFit` as a dict (P4 Alg. 1)
 
     @property
@@ -196,7 +196,7 @@ def _mechanism_args(record) -> tuple:
 
 def mechanism_for(record):
     """The accountant's :class:`~stabsim.privacy.accountant.Mechanism` of a run's calibration record."""
-    from . import accountant as acc
+    from stabsim.privacy import accountant as acc
 
     name, args, kwargs = _mechanism_args(record)
     return getattr(acc, name)(*args, **dict(kwargs))
@@ -222,7 +222,7 @@ def accountant_epsilon_for(record, noise_scale=1.0, pld_skip_above=50.0):
 
 
 def _accountant_epsilon(mech, noise_scale, pld_skip_above):
-    from . import accountant as acc
+    from stabsim.privacy import accountant as acc
 
     res, notes = {}, [mech.note]
     for which in ("rdp", "pld"):
@@ -244,7 +244,7 @@ def accountant_tradeoff(record, noise_scale, alphas, eps_grid=None):
     """The accountant's trade-off curve beta(alpha) = sup_eps max(0, 1 - delta(eps) - e^eps alpha,
     e^-eps (1 - delta(eps) - alpha)) from its PLD privacy profile delta(eps) (dp-accounting), for the
     figure of an audit; None where the mechanism has no PLD event."""
-    from .pld_gaussian import VectorPLDAccountant   # = dp_accounting's PLDAccountant, faster
+    from stabsim.privacy.pld_gaussian import VectorPLDAccountant   # = dp_accounting's PLDAccountant, faster
 
     mech = mechanism_for(record)
     spec = mech.events(noise_scale).get("pld")
@@ -290,7 +290,7 @@ def _allowed_indices(name, X, y, lossf, kw):
 
 def _whitebox_ok(algorithm, kw):
     """Why the every-iterate statistic cannot be used (None if it can)."""
-    from .audit_designs import WHITEBOX_ALGORITHMS
+    from stabsim.privacy.audit_designs import WHITEBOX_ALGORITHMS
 
     if algorithm not in WHITEBOX_ALGORITHMS:
         return (f"{algorithm} releases a noisy output of a non-private trajectory; only "
@@ -311,9 +311,9 @@ def _every_iterate_scores(algorithm, record, X, y, canary, lossf, kw, ids, seed,
     for the replicate ids ``ids``, in chunks of replicates whose record (every iterate of both
     runs and the per-step statistics) stays under ``chunk_bytes`` (32 MiB: the P4 audits' peak
     memory; each replicate's ratio is computed alone, so the chunking changes no number)."""
-    from ..kernels import N_REC
-    from ..twin import run_twin
-    from .audit_whitebox import path_log_lr
+    from stabsim.kernels import N_REC
+    from stabsim.engine.twin_runs import run_twin
+    from stabsim.privacy.audit_whitebox import path_log_lr
 
     T = int(record["T"])
     eta = float(record["eta"]) if algorithm == "p2_alg1" else float(kw.get("eta", _default(palg.PRIVATE_ALGORITHMS[algorithm], "eta")))
@@ -407,7 +407,7 @@ def audit_scores(algorithm, X, y, *, eps, delta, replicates, seed=0, canary="aut
 
 def _family_mixture(algorithm, record, X, y, can, lossf, w0, notes):
     """The step mixture of the family fit (stabsim.privacy.audit_family), or None with a note why not."""
-    from .audit_family import family_fit_available, step_mixture
+    from stabsim.privacy.audit_family import family_fit_available, step_mixture
 
     why = family_fit_available(algorithm)
     if why is None:
@@ -436,11 +436,11 @@ def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="a
     go to the algorithm (``loss``, ``constraint``, ``T``, ``eta``, ``G``, ``w0``, ...).
     Two estimators are reported: the Clopper-Pearson eps lower bound (``eps_lower``, no
     assumption) and the GDP fit (``gdp``, :mod:`stabsim.privacy.audit_gdp`).  ``backend``:
-    "cpu", "cuda" or "auto" (:mod:`stabsim.backend`), where the runs' ``run_twin`` calls run
+    "cpu", "cuda" or "auto" (:mod:`stabsim.engine.backend`), where the runs' ``run_twin`` calls run
     (None: the thread's default, ``use_backend``); resolved once, recorded in the report.
     Returns an :class:`AuditReport`.
     """
-    from ..backend import resolve_backend, use_backend
+    from stabsim.engine.backend import resolve_backend, use_backend
 
     t0 = time.perf_counter()
     confidence = open_unit("confidence", confidence)
@@ -458,7 +458,7 @@ def run_audit(algorithm, X, y, *, eps, delta, replicates=2000, seed=0, canary="a
 def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, seed=0, noise_scale=1.0,
                  accountant=True, verbose=False, seconds=math.nan, backend="cpu") -> AuditReport:
     """The estimators and the accountant for the scores of :func:`audit_scores` (see ``run_audit``)."""
-    from .audit_gdp import gdp_audit
+    from stabsim.privacy.audit_gdp import gdp_audit
 
     s0, s1 = sc.s0, sc.s1
     lr = sc.threat_model == "every_iterate"
@@ -489,7 +489,7 @@ def audit_report(algorithm, sc: AuditScores, *, eps, delta, confidence=0.95, see
                       threat_model=sc.threat_model, gdp=gdp.as_dict(), gdp_exact=gdp_exact,
                       scores=(s0, s1), backend=backend)
     if sc.mixture is not None:
-        from .audit_family import family_fit
+        from stabsim.privacy.audit_family import family_fit
 
         try:
             rep.family = family_fit(s0, s1, sc.mixture, delta=delta, confidence=confidence).as_dict()

@@ -39,9 +39,9 @@ import math
 
 import numpy as np
 from numba import prange
-from ..jit import njit
+from stabsim.compile.jit import njit
 
-from ..losses import pair_loss_grad, point_loss_grad
+from stabsim.engine.losses import pair_loss_grad, point_loss_grad
 
 __all__ = ["terms", "path_log_lr"]
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import brentq, minimize_scalar
 
-from . import _checks as chk
-from .errors import InfeasiblePrivacyParameters
+from stabsim.privacy import _checks as chk
+from stabsim.privacy.errors import InfeasiblePrivacyParameters
 
 __all__ = [
     "InfeasiblePrivacyParameters",
@@ -86,7 +86,7 @@ def p0_delta_T(T, n, eta, G, gamma, reading="eq9"):
     reading = chk.choice("reading", reading, P0_DELTA_T_READINGS)
     if reading == "eq9":
         return p0_sensitivity_eq9(T, n, eta, G, gamma, c=3.0)
-    from ..theory.p0 import eq9_avg_proof
+    from stabsim.theory.p0 import eq9_avg_proof
 
     T, n, eta, G = chk.T(T), chk.n(n), chk.eta(eta), chk.G(G)
     gamma = chk.open_unit("gamma", gamma)

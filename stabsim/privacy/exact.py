@@ -33,7 +33,7 @@ import math
 from scipy.optimize import brentq
 from scipy.special import log_ndtr, ndtr
 
-from . import _checks as chk
+from stabsim.privacy import _checks as chk
 
 __all__ = [
     "PLD_POINT_BUDGET", "gdp_delta", "gdp_epsilon", "gdp_mu", "compose_mu", "pld_interval",
@@ -125,7 +125,7 @@ def pld_gaussian_epsilon(mu, delta, interval):
     if n_pts > PLD_POINT_BUDGET:
         raise MemoryError(f"PLD support of ~{n_pts:.3g} points exceeds the budget {PLD_POINT_BUDGET:.3g} "
                           f"(mu = {mu:.4g}, interval = {interval:.3g}); use gdp_epsilon (exact)")
-    from .pld_gaussian import epsilon_for_delta, gaussian_pld   # dp_accounting's, on arrays
+    from stabsim.privacy.pld_gaussian import epsilon_for_delta, gaussian_pld   # dp_accounting's, on arrays
 
     return float(epsilon_for_delta(gaussian_pld(1.0 / mu, 1.0, interval), delta))
 
@@ -140,7 +140,7 @@ def pld_subsampled_epsilon(z, q, steps, delta, interval, pessimistic=True):
     n_pts = pld_points(mu, interval, q, steps)
     if n_pts > PLD_POINT_BUDGET:
         raise MemoryError(f"PLD support of ~{n_pts:.3g} points exceeds the budget {PLD_POINT_BUDGET:.3g}")
-    from .pld_gaussian import epsilon_for_delta, gaussian_pld   # dp_accounting's, on arrays
+    from stabsim.privacy.pld_gaussian import epsilon_for_delta, gaussian_pld   # dp_accounting's, on arrays
 
     pld = gaussian_pld(z, q, interval, pessimistic)
     if steps > 1:

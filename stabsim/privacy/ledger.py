@@ -33,11 +33,11 @@ from typing import Mapping
 
 from scipy.optimize import brentq
 
-from ..verdict_core import PROOF_GAP
-from . import _checks as chk
-from . import calibration as cal
-from .memo import NO_MEMO_ENV, memo_path, read_memo, write_memo  # noqa: F401 (re-exported)
-from .exact import (PLD_POINT_BUDGET, compose_mu, gdp_epsilon, gdp_mu, pld_gaussian_epsilon,
+from stabsim.judging.verdict import PROOF_GAP
+from stabsim.privacy import _checks as chk
+from stabsim.privacy import calibration as cal
+from stabsim.privacy.memo import NO_MEMO_ENV, memo_path, read_memo, write_memo  # noqa: F401 (re-exported)
+from stabsim.privacy.exact import (PLD_POINT_BUDGET, compose_mu, gdp_epsilon, gdp_mu, pld_gaussian_epsilon,
                     pld_interval, pld_points, pld_subsampled_epsilon, rdp_subsampled_epsilon)
 
 __all__ = [
@@ -416,7 +416,7 @@ ALGORITHMS = {"p0_alg2": p0_alg2, "p1_alg3": p1_alg3, "p2_alg1": p2_alg1, "p3_on
 def _study_toml(studies_dir, sid, profile=None):
     """The study file's sections with ``profile``'s overrides laid over them (None: ``full`` where
     the file defines it, as ``stabsim run`` does), so that a row states the n and T that ran."""
-    from ..study import apply_profile
+    from stabsim.study import apply_profile
 
     path = Path(studies_dir) / f"{sid}.toml"
     with open(path, "rb") as f:
@@ -441,8 +441,8 @@ def suite_settings(studies_dir=None, study_ids=None):
     p4_thm2_thm5_sigma2 (feasible eps only).  Unknown/missing study files are skipped, and so
     are studies not in ``study_ids`` when it is given (e.g. the studies of one report).
     """
-    from ..study import default_studies_dir
-    from .errors import InfeasiblePrivacyParameters
+    from stabsim.study import default_studies_dir
+    from stabsim.privacy.errors import InfeasiblePrivacyParameters
 
     sd = Path(studies_dir) if studies_dir is not None else default_studies_dir()
     out = []

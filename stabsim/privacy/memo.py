@@ -14,7 +14,7 @@ NO_MEMO_ENV = "STABSIM_NO_LEDGER_CACHE"
 def memo_path() -> Path | None:
     """Where the accounting of each mechanism is remembered between runs: a JSON file keyed by
     the package's source hash and dp-accounting's version, beside the numba cache
-    (``stabsim._cache.cache_candidates``).  Other source or another dp-accounting never reads it,
+    (``stabsim.compile.cache.cache_candidates``).  Other source or another dp-accounting never reads it,
     so a cached number is always the number this code would compute.  None when switched off."""
     import os
 
@@ -22,8 +22,8 @@ def memo_path() -> Path | None:
         return None
     from importlib.metadata import PackageNotFoundError, version
 
-    from .._cache import cache_candidates
-    from ..codeid import source_sha256
+    from stabsim.compile.cache import cache_candidates
+    from stabsim.runtime.codeid import source_sha256
 
     try:
         dpa = version("dp-accounting")

@@ -24,7 +24,7 @@ import multiprocessing
 def _account_all(mechanisms) -> None:
     import signal
 
-    from . import ledger
+    from stabsim.privacy import ledger
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle (this is a daemon)
     for mech in mechanisms:
@@ -34,8 +34,8 @@ def _account_all(mechanisms) -> None:
 def missing_mechanisms(study_ids, studies_dir=None) -> list:
     """The distinct ledger mechanisms of these studies that the on-disk memo does not hold yet
     (in the report's order); empty when the memo is switched off."""
-    from .ledger import suite_settings
-    from .memo import memo_path, read_memo
+    from stabsim.privacy.ledger import suite_settings
+    from stabsim.privacy.memo import memo_path, read_memo
 
     path = memo_path()
     if path is None:

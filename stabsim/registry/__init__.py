@@ -12,7 +12,7 @@ Below ``stabsim.experiments`` and ``stabsim.analyses`` (which register into it) 
 ``twin``      the built-in kind ``twin`` (registered on import) and what the kinds that extend
               it build on: ``twin_params``, ``DATA_SOURCE``, ``twin_problem``, ``twin_kwargs``,
               ``validate_twin``, ``source_arrays``;
-``formulas``  the ``[check]`` formulas (``compile_formula``) over ``stabsim.custom_bounds``'s
+``formulas``  the ``[check]`` formulas (``compile_formula``) over ``stabsim.theory.custom_bounds``'s
               restricted evaluator, which also compiles ``[bounds.custom.NAME]``;
 ``plugins``   user modules that register kinds, checks, losses or bounds (``load_plugins``);
 ``loading``   importing the modules that register the built-in entries.
@@ -22,12 +22,12 @@ kinds and checks are imported by name when first looked up (``KIND_MODULES``,
 ``CHECK_MODULES``), or all at once by ``load_builtin()``.
 """
 
-from .checks import CHECK_MODULES, CHECKS, Check, get_check, load_checks, register_check
-from .kinds import KIND_MODULES, KINDS, Kind, get_kind, load_kinds, register_kind
-from .spec import Cell, StudySpec
-from .twin import (DATA_SOURCE, PROBLEM_KEYS, TWIN_ALGORITHM, TWIN_DATA, source_arrays, twin_cell, twin_kwargs,
+from stabsim.registry.checks import CHECK_MODULES, CHECKS, Check, get_check, load_checks, register_check
+from stabsim.registry.kinds import KIND_MODULES, KINDS, Kind, get_kind, load_kinds, register_kind
+from stabsim.registry.spec import Cell, StudySpec
+from stabsim.registry.twin import (DATA_SOURCE, PROBLEM_KEYS, TWIN_ALGORITHM, TWIN_DATA, source_arrays, twin_cell, twin_kwargs,
                    twin_params, twin_problem, validate_twin)
-from .values import (REQUIRED, BadValue, Param, StudyError, boolean, choice, did_you_mean, engine_name, integer,
+from stabsim.registry.values import (REQUIRED, BadValue, Param, StudyError, boolean, choice, did_you_mean, engine_name, integer,
                      number, open_unit, string)
 
 __all__ = ["register_kind", "get_kind", "load_kinds", "Kind", "KINDS", "KIND_MODULES",

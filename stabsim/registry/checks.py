@@ -13,7 +13,7 @@ import difflib
 from dataclasses import dataclass
 from typing import Callable
 
-from .loading import defined_in, load_modules
+from stabsim.registry.loading import defined_in, load_modules
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The formulas of a ``[check]`` section (``value``, ``widen``, ``shift``, formula ``constants``;
 ``stabsim.analyses.overlay_measure`` evaluates them on a study's data): the restricted evaluator of
-``stabsim.custom_bounds`` with the reductions over the data added (``CHECK_FUNCTIONS``), compiled
+``stabsim.theory.custom_bounds`` with the reductions over the data added (``CHECK_FUNCTIONS``), compiled
 by ``compile_formula`` -- at parse time by ``stabsim.study`` (syntax and functions; names are
 resolved on the data) -- and ``with_variant`` (a ``[check] variants`` entry laid over the section)."""
 
@@ -10,8 +10,8 @@ import ast
 
 import numpy as np
 
-from ..custom_bounds import ARITY, FUNCTIONS, ExprError, compile_expr
-from ..measures import mean_ci
+from stabsim.theory.custom_bounds import ARITY, FUNCTIONS, ExprError, compile_expr
+from stabsim.engine.measures import mean_ci
 
 STATISTICS = ("mean", "quantile", "max")
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .loading import defined_in, load_modules
-from .values import BadValue, Param, did_you_mean
+from stabsim.registry.loading import defined_in, load_modules
+from stabsim.registry.values import BadValue, Param, did_you_mean
 
 
 @dataclass

@@ -2,13 +2,13 @@
 
 A plugin is an importable Python module that, when imported, registers any of: a study kind
 (``stabsim.registry.register_kind``), an analysis check (``stabsim.registry.register_check``), a
-loss form (``stabsim.losses``) or a bound (``stabsim.theory.register``; paper "custom" via
+loss form (``stabsim.engine.losses``) or a bound (``stabsim.theory.register``; paper "custom" via
 ``stabsim.theory.register_custom``).  It is loaded by ``stabsim run/report --plugins NAME``
 or by the study's ``[study] plugins = ["NAME"]`` (imported at parse time), and again inside
 every dask worker task before it computes (:func:`ensure_loaded`).  The kinds and checks it
 registers record it as their module (``Kind.module``, ``Check.module``).
 
-The code identity (``stabsim.codeid``) covers only the stabsim package, so the SHA-256 of each
+The code identity (``stabsim.runtime.codeid``) covers only the stabsim package, so the SHA-256 of each
 plugin's source file is recorded in the study fingerprint (:func:`plugin_hashes`).
 """
 

@@ -76,9 +76,9 @@ class StudySpec:
     check: dict = field(default_factory=dict)  # the [check] section (analysis only, not in the fingerprint)
     plugins: tuple = ()  # user modules ([study] plugins and --plugins), stabsim.registry.plugins
     data_source: dict | None = None  # [data] dataset/file: what was read (stabsim.study.data_sources)
-    backend: str = "cpu"  # [run] backend: how, not what (not in the fingerprint; stabsim.backend)
+    backend: str = "cpu"  # [run] backend: how, not what (not in the fingerprint; stabsim.engine.backend)
     # bound key -> its mismatches with this study's runs, for the bounds the study opted to use
-    # outside their theorems' assumptions (stabsim.applicability; not in the fingerprint)
+    # outside their theorems' assumptions (stabsim.judging.applicability; not in the fingerprint)
     outside_assumptions: dict = field(default_factory=dict)
 
     # grid ---------------------------------------------------------------------------------
@@ -104,13 +104,13 @@ class StudySpec:
     # identity -----------------------------------------------------------------------------
     def normalized(self) -> dict:
         """Everything that determines the data (not description, suite, bounds).  The code is
-        not part of it: its identity is recorded beside every result (``stabsim.codeid``); nor
+        not part of it: its identity is recorded beside every result (``stabsim.runtime.codeid``); nor
         is ``[run] backend``: the backend is recorded beside every chunk (``chunk_backend``)."""
         out = {"id": self.id, "kind": self.kind, "seed": self.seed, "replicates": self.replicates,
                "chunk": self.chunk, "sections": self.sections, "sweep": self.sweep,
                "format": FORMAT_VERSION}
         if self.plugins:  # the code identity covers stabsim only: a plugin's source is part of the study
-            from .plugins import plugin_hashes
+            from stabsim.registry.plugins import plugin_hashes
 
             out["plugins"] = plugin_hashes(self.plugins)
         if self.data_source and self.data_source.get("sha256"):  # a changed file is another study

@@ -18,17 +18,17 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .kinds import register_kind
-from .spec import StudySpec
-from .values import (BadValue, Param, StudyError, boolean, choice, engine_name, integer, is_int, is_num, number,
+from stabsim.registry.kinds import register_kind
+from stabsim.registry.spec import StudySpec
+from stabsim.registry.values import (BadValue, Param, StudyError, boolean, choice, engine_name, integer, is_int, is_num, number,
                      open_unit)
 
 
 # ---- [data], [algorithm] ------------------------------------------------------------------
 
 def check_problem(v):
-    """``[data] problem``: a name ``stabsim.synthetic.make_problem`` knows."""
-    from ..synthetic import make_problem
+    """``[data] problem``: a name ``stabsim.engine.synthetic.make_problem`` knows."""
+    from stabsim.engine.synthetic import make_problem
 
     if not isinstance(v, str):
         raise BadValue("must be a string (a problem name)")
@@ -41,7 +41,7 @@ def check_problem(v):
 
 
 def _check_eta(v):
-    from ..steps import SCHEDULES, step_sizes
+    from stabsim.engine.steps import SCHEDULES, step_sizes
 
     allowed = ("must be a step size > 0 (a number), or a schedule 'NAME:c' / ['NAME', c] with NAME in "
                f"{', '.join(SCHEDULES)} and c > 0")
@@ -75,7 +75,7 @@ def eta_arg(eta):
 
 def check_constraint(v):
     """``[algorithm] constraint``: ``'none'``, ``'psd'``, ``'NAME:radius'`` or ``['NAME', radius]``."""
-    from ..constraints import get_constraint
+    from stabsim.engine.constraints import get_constraint
 
     if isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and is_num(v[1]):
         v = f"{v[0]}:{float(v[1])!r}"
@@ -89,8 +89,8 @@ def check_constraint(v):
 
 
 def check_loss(v):
-    """``[algorithm] loss``: a loss of ``stabsim.losses`` (a q-hinge's q is checked per cell)."""
-    from ..losses import get_loss
+    """``[algorithm] loss``: a loss of ``stabsim.engine.losses`` (a q-hinge's q is checked per cell)."""
+    from stabsim.engine.losses import get_loss
 
     if isinstance(v, str) and v.endswith("qhinge"):
         return engine_name(lambda name: get_loss(name, 1.5))(v)  # q is checked per cell
@@ -98,13 +98,13 @@ def check_loss(v):
 
 
 def _check_algorithm(v):
-    from ..algorithms import get_algorithm
+    from stabsim.engine.algorithm_specs import get_algorithm
 
     return engine_name(get_algorithm)(v)
 
 
 def _check_output(v):
-    from ..algorithms import OUTPUTS
+    from stabsim.engine.algorithm_specs import OUTPUTS
 
     return choice(tuple(OUTPUTS))(v)
 
@@ -165,12 +165,12 @@ def twin_params(**extra: dict) -> dict:
     return out
 
 
-# ---- [data] dataset / file: real data instead of a synthetic problem (stabsim.datafiles) --------
+# ---- [data] dataset / file: real data instead of a synthetic problem (stabsim.engine.user_data) --------
 
 def _check_dataset_name(v):
     if not isinstance(v, str) or not v:
-        raise BadValue("must be a data set name (see stabsim.datasets.available())")
-    from ..datasets import _resolve
+        raise BadValue("must be a data set name (see stabsim.engine.real_datasets.available())")
+    from stabsim.engine.real_datasets import _resolve
 
     try:
         _resolve(v)
@@ -198,7 +198,7 @@ def _check_positive(v):
 
 
 def _check_scale(v):
-    from ..datafiles import SCALES
+    from stabsim.engine.user_data import SCALES
 
     v = {"minmax": "minmax[-1,1]", "minmax+unit-norm": "minmax[-1,1]+unit-norm"}.get(v, v)
     return choice(SCALES)(v)
@@ -208,8 +208,8 @@ def _check_scale(v):
 #: ``twin_params(data=DATA_SOURCE)`` and handling ``spec.data_source`` as ``twin_cell`` does,
 #: with ``source_arrays``).
 DATA_SOURCE = {
-    "dataset": Param("a shipped data set (stabsim.datasets)", None, _check_dataset_name, sweepable=False),
-    "file": Param("a data file: .csv, .npz, .libsvm, .nc (stabsim.datafiles)", None, _check_file,
+    "dataset": Param("a shipped data set (stabsim.engine.real_datasets)", None, _check_dataset_name, sweepable=False),
+    "file": Param("a data file: .csv, .npz, .libsvm, .nc (stabsim.engine.user_data)", None, _check_file,
                   sweepable=False),
     "label": Param("the label column (name or 0-based index) / array name", None, _check_label,
                    sweepable=False),
@@ -228,7 +228,7 @@ _SOURCE_CACHE: dict = {}
 
 def source_arrays(spec, d: dict, data_seed: int):
     """(X, y, X_test, y_test) of one cell of a study on real data (``spec.data_source``)."""
-    from ..datafiles import file_sha256, prepare, read_data_file, scale_features
+    from stabsim.engine.user_data import file_sha256, prepare, read_data_file, scale_features
 
     s = spec.data_source
     key = (s["kind"], s.get("path") or s.get("name"), s.get("sha256"), d["label"], d["positive"], d["scale"])
@@ -241,7 +241,7 @@ def source_arrays(spec, d: dict, data_seed: int):
             X, y, _ = read_data_file(s["path"], label=d["label"], positive=d["positive"])
             X = scale_features(X, d["scale"])
         else:
-            from ..datasets import load
+            from stabsim.engine.real_datasets import load
 
             X, y, _ = load(s["name"], scale=None if d["scale"] == "none" else d["scale"])
         if len(_SOURCE_CACHE) > 4:
@@ -256,7 +256,7 @@ def source_arrays(spec, d: dict, data_seed: int):
 
 def twin_problem(data: dict):
     """The synthetic problem of a cell's ``[data]`` (its name, ``d`` and the problem keys given)."""
-    from ..synthetic import make_problem
+    from stabsim.engine.synthetic import make_problem
 
     kw = {k: data[k] for k in PROBLEM_KEYS if data.get(k) is not None}
     return make_problem(data["problem"], data["d"], **kw)
@@ -264,7 +264,7 @@ def twin_problem(data: dict):
 
 def twin_kwargs(spec: StudySpec, p: dict) -> dict:
     """``run_twin``'s keyword arguments from a cell's parameters ``p`` (its ``[algorithm]``)."""
-    from ..twin import log_checkpoints
+    from stabsim.engine.twin_runs import log_checkpoints
 
     a = p["algorithm"]
     ck = a["checkpoints"]
@@ -275,7 +275,7 @@ def twin_kwargs(spec: StudySpec, p: dict) -> dict:
               checkpoints=log_checkpoints(a["T"], ck) if isinstance(ck, int) else np.asarray(ck),
               record_outputs=a["record_outputs"])
     if a["k"] != "random":
-        from ..neighbours import Neighbour
+        from stabsim.engine.neighbours import Neighbour
 
         kw["neighbour"] = Neighbour(kind=a["neighbour"], k=a["k"])
     else:
@@ -285,9 +285,9 @@ def twin_kwargs(spec: StudySpec, p: dict) -> dict:
 
 def validate_twin(spec: StudySpec) -> None:
     """Combinations: algorithm/loss agreement, n large enough, problem parameters, ..."""
-    from ..algorithms import get_algorithm
-    from ..constraints import get_constraint
-    from ..losses import get_loss
+    from stabsim.engine.algorithm_specs import get_algorithm
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
 
     for cell in spec.cells():
         p = spec.cell_params(cell)
@@ -331,7 +331,7 @@ def twin_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset
     d = p["data"]
     data_seed = spec.seed if d["seed"] is None else d["seed"]
     if spec.data_source:  # real data ([data] dataset / file): the same rows for every replicate
-        from ..twin import run_twin
+        from stabsim.engine.twin_runs import run_twin
 
         X, y, _, _ = source_arrays(spec, d, data_seed)
         ds = run_twin(X, y, replicates=np.asarray(replicates, dtype=np.int64), **twin_kwargs(spec, p))
@@ -345,7 +345,7 @@ def twin_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Dataset
         X, y = pb.sample_replicates(d["n"], data_seed, replicates)
     else:
         X, y = pb.sample(d["n"], data_seed, 0)
-    from ..twin import run_twin
+    from stabsim.engine.twin_runs import run_twin
 
     ds = run_twin(X, y, replicates=np.asarray(replicates, dtype=np.int64), problem=pb, **twin_kwargs(spec, p))
     # run_twin's own data_sets attr cannot tell a 1-replicate per-replicate chunk from a shared set

@@ -33,20 +33,20 @@ Modules (one job each)
 Parameters W may be numpy arrays (..., p) or xarray DataArrays with a ``param`` dimension,
 e.g. ``run_twin(..., record_outputs=True).output`` (replicate, t, run, param); the result
 then keeps the other dimensions.  Metric-learning parameters are flattened d x d matrices
-(p = d*d, row-major), as in ``stabsim.losses``.
+(p = d*d, row-major), as in ``stabsim.engine.losses``.
 """
 
 from __future__ import annotations
 
-from .certificates import (_certify_smooth, _dual_lb_hinge, _erm_quadratic_cert, _lb_first_order,
+from stabsim.risk.certificates import (_certify_smooth, _dual_lb_hinge, _erm_quadratic_cert, _lb_first_order,
                            _lb_local_curvature, _lmo_min, _slack)
-from .certified_erm import ErmResult, _erm_hinge_smoothed, _erm_setup, erm
-from .empirical import _Objective, _phi2_lower_np, empirical_grad, empirical_risk
-from .exact_dual import _exact_dot, _exact_hinge_lb, _exact_solve
-from .metrics import _labels_pm1, auc, auc_from_scores, misclassification, mse
-from .plan import _METHODS, _RANK_NEWTON_MAX, _Plan, _as_loss, _finish, _param_array, _plan
-from .population import _SE_U, RiskEstimate, _closed_form, _default_m, population_risk
-from .solvers import _ball_qp, _erm_generic, _erm_hinge, _erm_quadratic, _newton
+from stabsim.risk.certified_erm import ErmResult, _erm_hinge_smoothed, _erm_setup, erm
+from stabsim.risk.empirical import _Objective, _phi2_lower_np, empirical_grad, empirical_risk
+from stabsim.risk.exact_dual import _exact_dot, _exact_hinge_lb, _exact_solve
+from stabsim.risk.metrics import _labels_pm1, auc, auc_from_scores, misclassification, mse
+from stabsim.risk.plan import _METHODS, _RANK_NEWTON_MAX, _Plan, _as_loss, _finish, _param_array, _plan
+from stabsim.risk.population import _SE_U, RiskEstimate, _closed_form, _default_m, population_risk
+from stabsim.risk.solvers import _ball_qp, _erm_generic, _erm_hinge, _erm_quadratic, _newton
 
 __all__ = ["ErmResult", "RiskEstimate", "auc", "auc_from_scores", "empirical_grad",
            "empirical_risk", "erm", "misclassification", "mse", "population_risk"]

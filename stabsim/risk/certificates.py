@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from ..constraints import FROBENIUS, L2, NONE, NUCLEAR, Constraint
-from ..kernels.risk_kernels import KIND_PN, KIND_POINT, KIND_RANK
-from ..losses import METRIC
+from stabsim.engine.constraints import FROBENIUS, L2, NONE, NUCLEAR, Constraint
+from stabsim.kernels.risk_kernels import KIND_PN, KIND_POINT, KIND_RANK
+from stabsim.engine.losses import METRIC
 
 def _lmo_min(c, mu, center, cons: Constraint, md):
     """min_{v in W} c.v + mu/2 ||v - center||^2 (exact; -inf when unbounded below)."""

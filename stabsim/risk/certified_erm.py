@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..constraints import FROBENIUS, L2, NONE, get_constraint
-from ..kernels.risk_kernels import KIND_PN, KIND_POINT, KIND_RANK
-from ..losses import HINGE, POINT_LSQ, QHINGE, SQUARED
-from .certificates import _certify_smooth, _dual_lb_hinge, _erm_quadratic_cert, _lb_first_order, _slack
-from .empirical import _Objective
-from .plan import _RANK_NEWTON_MAX, _plan
-from .solvers import _erm_generic, _erm_hinge, _erm_quadratic, _newton
+from stabsim.engine.constraints import FROBENIUS, L2, NONE, get_constraint
+from stabsim.kernels.risk_kernels import KIND_PN, KIND_POINT, KIND_RANK
+from stabsim.engine.losses import HINGE, POINT_LSQ, QHINGE, SQUARED
+from stabsim.risk.certificates import _certify_smooth, _dual_lb_hinge, _erm_quadratic_cert, _lb_first_order, _slack
+from stabsim.risk.empirical import _Objective
+from stabsim.risk.plan import _RANK_NEWTON_MAX, _plan
+from stabsim.risk.solvers import _erm_generic, _erm_hinge, _erm_quadratic, _newton
 
 
 @dataclass

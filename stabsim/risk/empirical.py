@@ -10,11 +10,11 @@ import math
 
 import numpy as np
 
-from ..kernels.risk_kernels import (KIND_PN, KIND_POINT, KIND_RANK, metric_value_grad, point_rows, rank_hess,
+from stabsim.kernels.risk_kernels import (KIND_PN, KIND_POINT, KIND_RANK, metric_value_grad, point_rows, rank_hess,
                                     rank_rows, rank_sum, risk_batch)
-from ..kernels.risk_pn import pn_hess, pn_rows, pn_sum, sh_hess, sh_rows, sh_sum
-from ..losses import HINGE, LOGISTIC, POINT_LSQ, SQUARED
-from .plan import _METHODS, _Plan, _finish, _param_array, _plan
+from stabsim.kernels.risk_pn import pn_hess, pn_rows, pn_sum, sh_hess, sh_rows, sh_sum
+from stabsim.engine.losses import HINGE, LOGISTIC, POINT_LSQ, SQUARED
+from stabsim.risk.plan import _METHODS, _Plan, _finish, _param_array, _plan
 
 
 def empirical_risk(W, X, y, loss, *, q=None, method="auto"):

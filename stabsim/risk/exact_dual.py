@@ -12,9 +12,9 @@ from fractions import Fraction
 import numpy as np
 import scipy.linalg
 
-from ..kernels.risk_kernels import KIND_PN, KIND_POINT, point_rows
-from ..kernels.risk_pn import pn_alpha
-from ..losses import POINT_LSQ
+from stabsim.kernels.risk_kernels import KIND_PN, KIND_POINT, point_rows
+from stabsim.kernels.risk_pn import pn_alpha
+from stabsim.engine.losses import POINT_LSQ
 
 def _exact_dot(ints, xs):
     """sum_k ints_k * xs_k exactly (Python integers and the floats' dyadic values), as a Fraction."""

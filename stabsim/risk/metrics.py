@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.stats
 
-from .plan import _finish, _param_array
+from stabsim.risk.plan import _finish, _param_array
 
 
 def _labels_pm1(y):

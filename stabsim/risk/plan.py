@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..kernels.risk_kernels import KIND_METRIC, KIND_PN, KIND_POINT, KIND_RANK, MODE_FAST, MODE_LOOP, MODE_SCORES
-from ..kernels.risk_phi import phi_all
-from ..losses import AUC, AUC_ORDERED, Loss, get_loss
-from ..validation import check_Xy
+from stabsim.kernels.risk_kernels import KIND_METRIC, KIND_PN, KIND_POINT, KIND_RANK, MODE_FAST, MODE_LOOP, MODE_SCORES
+from stabsim.kernels.risk_phi import phi_all
+from stabsim.engine.losses import AUC, AUC_ORDERED, Loss, get_loss
+from stabsim.engine.validation import check_Xy
 
 _RANK_NEWTON_MAX = 3000  # ranking with > 2 labels: Newton needs n x n Hessian weights
 _METHODS = {"auto": MODE_FAST, "fast": MODE_FAST, "scores": MODE_SCORES, "loop": MODE_LOOP}

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import rng
-from ..kernels.risk_kernels import ustat_batch
-from .plan import _as_loss, _finish, _param_array, _plan
+from stabsim.engine import rng
+from stabsim.kernels.risk_kernels import ustat_batch
+from stabsim.risk.plan import _as_loss, _finish, _param_array, _plan
 
 
 @dataclass
@@ -66,7 +66,7 @@ def population_risk(W, problem, loss=None, *, m=None, seed=0, replicate=0, q=Non
                     method="auto", stream=rng.STREAM_SPLIT) -> RiskEstimate:
     """F(w) = E_{z,z'} f(w; z, z') (pairwise) or E_z f(w; z) for every w in W (..., p).
 
-    problem : a ``stabsim.synthetic.Problem``, or a test sample ``(X_test, y_test)``.
+    problem : a ``stabsim.engine.synthetic.Problem``, or a test sample ``(X_test, y_test)``.
     loss : the loss (default: ``problem.loss_name``).
     method : ``"auto"``: the closed form when the problem has one for this loss (``problem.risk``
         for ``problem.loss_name``; for ``auc_ordered_squared`` half the ``auc_squared`` form),

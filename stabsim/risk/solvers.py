@@ -11,11 +11,11 @@ import math
 import numpy as np
 import scipy.optimize
 
-from ..constraints import FROBENIUS, L2, NONE
-from ..kernels.risk_kernels import KIND_RANK
-from .certificates import _certify_smooth, _dual_lb_hinge, _lb_first_order
-from .exact_dual import _exact_hinge_lb
-from .plan import _RANK_NEWTON_MAX
+from stabsim.engine.constraints import FROBENIUS, L2, NONE
+from stabsim.kernels.risk_kernels import KIND_RANK
+from stabsim.risk.certificates import _certify_smooth, _dual_lb_hinge, _lb_first_order
+from stabsim.risk.exact_dual import _exact_hinge_lb
+from stabsim.risk.plan import _RANK_NEWTON_MAX
 
 def _ball_qp(H, b, R):
     """argmin_{||v|| <= R} 1/2 v'Hv - b'v for symmetric PSD H (R = inf: the min-norm minimiser)."""

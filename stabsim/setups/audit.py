@@ -8,7 +8,7 @@ def audit_inputs(params):
     """(design, keyword arguments of ``audit_scores``) for the cell parameters ``params['audit']``:
     the worst-case design of :func:`stabsim.privacy.audit_designs.worst_case_design`, plus any
     ``[audit] algorithm_kwargs`` on top of it."""
-    from ..privacy.audit_designs import worst_case_design
+    from stabsim.privacy.audit_designs import worst_case_design
 
     a = params["audit"]
     design = worst_case_design(a["algorithm"], n=a["n"], T=a["T"] or None)
@@ -23,7 +23,7 @@ def known_randomness_inputs(params, seed):
     """(instance, keyword arguments of ``known_randomness_scores``) of a known-randomness cell: the worst
     instance found by :func:`stabsim.privacy.audit_output.worst_instance` at the cell's algorithm, n, T,
     eps, delta and options (searched on replicate ids 0..15 with the study's seed)."""
-    from ..privacy.audit_output import worst_instance
+    from stabsim.privacy.audit_output import worst_instance
 
     a = params["audit"]
     inst = worst_instance(a["algorithm"], n=a["n"], T=a["T"] or None, eps=a["eps"], delta=a["delta"], seed=seed,

@@ -2,7 +2,7 @@
 
 ``margin_range`` is sup |m| of the pair margin over the data and W (so the hinge loss is bounded
 by 1 + margin_range on W).  ``G`` is the Lipschitz constant and ``L`` the smoothness constant of the pair loss on
-{||x|| <= kappa} x W (``stabsim.losses``), ``kappa`` = sup ||x|| of the cell's data and ``R``
+{||x|| <= kappa} x W (``stabsim.engine.losses``), ``kappa`` = sup ||x|| of the cell's data and ``R``
 the radius of the constraint set (inf when unconstrained).
 """
 
@@ -14,9 +14,9 @@ import numpy as np
 def cell_constants(params) -> dict:
     """G, L, kappa and the constraint radius for the cell's ``[algorithm] loss`` on its
     ``[data] problem`` (kappa is the problem's sup ||x||)."""
-    from ..constraints import get_constraint
-    from ..losses import get_loss
-    from ..registry import twin_problem
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
+    from stabsim.registry import twin_problem
 
     a = params["algorithm"]
     pb = twin_problem(params["data"])
@@ -30,9 +30,9 @@ def source_constants(spec, params) -> dict:
     """As ``cell_constants`` for a study on a user's data (``[data] dataset`` / ``file``):
     kappa is the largest row norm of the cell's rows, training and held-out (a bound in G must
     hold on every point the study evaluates a loss at)."""
-    from ..constraints import get_constraint
-    from ..losses import get_loss
-    from ..registry import source_arrays
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
+    from stabsim.registry import source_arrays
 
     a, d = params["algorithm"], params["data"]
     X, _, X_test, _ = source_arrays(spec, d, spec.seed if d.get("seed") is None else d["seed"])

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import twin_problem
+from stabsim.registry import twin_problem
 
 M_AUC_HINGE = 1.0  # M = sup l(0, z, z') = phi(0) = 1 for the AUC hinge loss
 
@@ -35,8 +35,8 @@ def risk_constants(p) -> dict:
     """The constants of a P0 excess-risk cell (AUC hinge loss on auc_separable): G (Lipschitz
     constant on the ball of W's radius), M = ``M_AUC_HINGE``, kappa = sup ||x||, ``radius`` of W,
     ``wstar`` = w* = e_1/(2 gamma), B = ||w*||, the dimension d and the problem ``pb``."""
-    from ..constraints import get_constraint
-    from ..losses import get_loss
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
 
     pb = twin_problem(p["data"])
     R = get_constraint(p["algorithm"]["constraint"]).radius

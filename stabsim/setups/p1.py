@@ -68,7 +68,7 @@ def population_minimiser(pb, loss: str, radius: float):
 
 def population_risk_per_replicate(W, pb, loss, m, seed, reps):
     """F(w) per replicate: closed form when available, else a fresh test sample per replicate."""
-    from ..risk import population_risk
+    from stabsim.risk import population_risk
 
     est = population_risk(W, pb, loss) if loss == pb.loss_name and pb.risk(np.zeros(pb.d)) is not None \
         else None
@@ -88,8 +88,8 @@ def pl_constant(X, y, loss) -> float:
     Hessian, obtained exactly from gradient differences H e_k = grad(e_k) - grad(0).
     (For a convex quadratic, 2 mu (F_S(w) - min F_S) <= ||grad F_S(w)||^2 holds with mu =
     lambda_min(H) when H is positive definite, P1's assumption (A4).)"""
-    from ..losses import SQUARED, get_loss
-    from ..risk import empirical_grad
+    from stabsim.engine.losses import SQUARED, get_loss
+    from stabsim.risk import empirical_grad
 
     lf = get_loss(loss)
     if lf.phi != SQUARED or lf.matrix:

@@ -4,7 +4,7 @@ experiments and their analyses share.
 ``DATA_SECTION``       the ``[data]`` section of the P2 kinds (a problem, n, no per-replicate switch:
                        every replicate has its own data set).
 ``P2_LOSSES``          the G-Lipschitz, L-smooth pairwise losses of P2's assumptions (Defs. 3, 4);
-                       ``LINEAR_LOSSES`` those with a linear score (Lemma 1's ERM, ``stabsim.elastic``).
+                       ``LINEAR_LOSSES`` those with a linear score (Lemma 1's ERM, ``stabsim.engine.elastic``).
 ``loss_constants``     (Loss, G, L, p) of a loss on a problem, unconstrained (Alg. 1 has no projection).
 ``number_of_steps``    T of Remark 2 / Thm 3, or a fixed T.
 ``gd_setting``         (T, sigma, eta = 1/L, G, L, p, Loss, problem) of a ``p2_gd`` cell (Thm 1's sigma).
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from ..registry import TWIN_DATA, twin_problem
+from stabsim.registry import TWIN_DATA, twin_problem
 
 DATA_SECTION = {k: TWIN_DATA[k] for k in ("problem", "d", "n", "seed", "gamma", "rho", "pi", "flip", "kappa")}
 P2_LOSSES = ("ranking_logistic", "auc_logistic", "auc_ordered_logistic", "metric_logistic")
@@ -29,7 +29,7 @@ def loss_constants(loss_name, pb):
     """(Loss, G, L, p) for P2's assumptions: G-Lipschitz and L-smooth per pair (Defs. 3, 4) over
     data with ||x|| <= kappa = pb.kappa, labels in {-1, +1}; unconstrained (Alg. 1 has no
     projection).  Logistic phi: |phi'| <= 1, phi'' <= 1/4."""
-    from ..losses import get_loss
+    from stabsim.engine.losses import get_loss
 
     lf = get_loss(loss_name)
     G, L = lf.G(pb.kappa), lf.L(pb.kappa)
@@ -51,7 +51,7 @@ def number_of_steps(rule, c_T, n, eps, p, T_fixed):
 def gd_setting(params):
     """(T, sigma, eta, G, L, p, Loss, problem) of a p2_gd cell: T by ``[p2] T_rule``, sigma of P2
     Thm 1 (equality; 0 with ``[p2] private = false``), eta = 1/L."""
-    from ..privacy.calibration import p2_sigma
+    from stabsim.privacy.calibration import p2_sigma
 
     d, a, s = params["data"], params["algorithm"], params["p2"]
     pb = twin_problem(d)

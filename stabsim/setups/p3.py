@@ -19,8 +19,8 @@ What the P3 experiments (:mod:`stabsim.experiments.p3_giga`, kinds ``p3_giga`` a
 
 from __future__ import annotations
 
-from ..registry import BadValue, Param, boolean, choice, integer, number, open_unit
-from ..registry.twin import check_constraint, check_loss, check_problem
+from stabsim.registry import BadValue, Param, boolean, choice, integer, number, open_unit
+from stabsim.registry.twin import check_constraint, check_loss, check_problem
 
 VARIANTS = ("OnPairStrC", "OnPairC", "OffPairStrC", "OffPairC")
 ONLINE = {"OnPairStrC": True, "OnPairC": True, "OffPairStrC": False, "OffPairC": False}
@@ -30,7 +30,7 @@ CONVEX = {"OnPairStrC": False, "OnPairC": True, "OffPairStrC": False, "OffPairC"
 def _check_dataset(v):
     if v == "":
         return v
-    from ..datasets import _resolve
+    from stabsim.engine.real_datasets import _resolve
 
     try:
         _resolve(v)
@@ -41,7 +41,7 @@ def _check_dataset(v):
 
 P3_DATA = {
     "problem": Param("synthetic problem (when dataset = '')", "auc_separable", check_problem),
-    "dataset": Param("shipped real data set (stabsim.datasets); '' = use the synthetic problem", "",
+    "dataset": Param("shipped real data set (stabsim.engine.real_datasets); '' = use the synthetic problem", "",
                      _check_dataset),
     "scale": Param("scaling of the real data set", "minmax[-1,1]+unit-norm",
                    choice(("minmax[-1,1]", "unit-norm", "minmax[-1,1]+unit-norm")), sweepable=False),

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..registry import Param, boolean, choice, integer, number, twin_problem
+from stabsim.registry import Param, boolean, choice, integer, number, twin_problem
 
 # ------------------------------------------------------------------------------------------ sections
 
@@ -81,22 +81,22 @@ PRIV = {
 
 def loss_of(a):
     """The loss of an ``[algorithm]`` section (with its q)."""
-    from ..losses import get_loss
+    from stabsim.engine.losses import get_loss
 
     return get_loss(a["loss"], a["q"])
 
 
 def radius_of(a):
     """The radius of the constraint set of an ``[algorithm]`` section (inf when unconstrained)."""
-    from ..constraints import get_constraint
+    from stabsim.engine.constraints import get_constraint
 
     return get_constraint(a["constraint"]).radius
 
 
 def constants(params) -> dict:
     """G, L, kappa of a p4_risk cell, with its loss (``loss``, ``pairwise``) and problem."""
-    from ..constraints import get_constraint
-    from ..losses import get_loss
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
 
     a = params["algorithm"]
     pb = twin_problem(params["data"])
@@ -128,7 +128,7 @@ def _risk_at_w_star(pb, loss_name, seed, m) -> tuple[float, float]:
     w = np.asarray(pb.w_star_paper, float)
     key = (pb.name, pb.d, repr(sorted(pb.params.items())), w.tobytes(), loss_name, int(seed), int(m))
     if key not in _W_STAR_RISK:
-        from ..risk import population_risk
+        from stabsim.risk import population_risk
 
         est = population_risk(w, pb, loss_name, m=m, seed=seed, replicate=1)
         _W_STAR_RISK[key] = (float(np.asarray(est.value)), float(np.asarray(est.se)))

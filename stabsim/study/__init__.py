@@ -22,11 +22,11 @@ long run), ``assembly`` (``assemble``, data.nc's attrs), ``index`` (``default_st
 
 from __future__ import annotations
 
-from ..registry import StudyError, StudySpec
-from .execution import Executor, OtherBackend, StaleCode
-from .index import default_studies_dir, study_index
-from .run import RunResult, run_studies, run_study
-from .spec import apply_profile, load_study, parse_study
+from stabsim.registry import StudyError, StudySpec
+from stabsim.study.execution import Executor, OtherBackend, StaleCode
+from stabsim.study.index import default_studies_dir, study_index
+from stabsim.study.run import RunResult, run_studies, run_study
+from stabsim.study.spec import apply_profile, load_study, parse_study
 
 __all__ = ["StudyError", "StudySpec", "load_study", "parse_study", "apply_profile", "run_study", "run_studies",
            "RunResult", "Executor", "StaleCode", "OtherBackend", "default_studies_dir", "study_index"]

@@ -1,7 +1,7 @@
 """Assembling a study's ``data.nc`` (``assemble``): the chunks concatenated along
 ``replicate`` per cell, the cells stacked along the sweep dims, with the provenance attrs
 (``study_attrs``; ``study_backend``, ``study_device``: where the chunks ran); written
-atomically with checksums (``stabsim.store``).  ``_refresh_attrs`` rewrites the attrs of a
+atomically with checksums (``stabsim.study.store``).  ``_refresh_attrs`` rewrites the attrs of a
 finished data.nc whose study text changed in non-data fields only (and rewrites one of an
 older checksum method with the current one)."""
 
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..data_integrity import clean_encoding, write_data
-from ..provenance import provenance
-from ..registry import StudyError, StudySpec
-from ..registry.values import is_int, is_num
-from ..store import StoreError, StudyDir, open_chunk, stored_backend
+from stabsim.runtime.data_integrity import clean_encoding, write_data
+from stabsim.runtime.provenance import provenance
+from stabsim.registry import StudyError, StudySpec
+from stabsim.registry.values import is_int, is_num
+from stabsim.study.store import StoreError, StudyDir, open_chunk, stored_backend
 
 
 _PROVENANCE_KEYS = ("stabsim_version", "git_commit", "numba_version", "numpy_version", "created",
@@ -84,7 +84,7 @@ def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = 
     replicates start..stop-1) whose replicates lo..hi-1 make up the cell, in order (what
     ``run_study`` found valid, in any chunking); default: the files of the spec's chunking.
 
-    data.nc is written with checksums (``stabsim.data_integrity.write_data``: Fletcher-32 per array
+    data.nc is written with checksums (``stabsim.runtime.data_integrity.write_data``: Fletcher-32 per array
     variable, SHA-256 of the rest), verified before it gets its final name.
     """
     import contextlib
@@ -199,7 +199,7 @@ def _refresh_attrs(sd: StudyDir, spec: StudySpec, ds: xr.Dataset | None = None) 
     """A finished data.nc whose study text changed only in non-data fields (description,
     bounds): rewrite its attrs (the code identity and creation time stay those of the run
     that computed it).  ``ds``: data.nc already loaded and verified."""
-    from ..data_integrity import verify_data, weak_checksum
+    from stabsim.runtime.data_integrity import verify_data, weak_checksum
 
     new = verify_data(sd.data_path) if ds is None else ds
     if weak_checksum(new):  # an older checksum method: rewritten with the full SHA-256 (values unchanged)

@@ -1,4 +1,4 @@
-"""Real data in a study (``[data] dataset`` / ``file``, ``stabsim.datafiles``): read and
+"""Real data in a study (``[data] dataset`` / ``file``, ``stabsim.engine.user_data``): read and
 checked at parse time (``resolve_data_source``, which fills ``spec.data_source``).  The arrays
 of one cell: ``stabsim.registry.source_arrays``."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..registry import DATA_SOURCE, PROBLEM_KEYS, StudyError
+from stabsim.registry import DATA_SOURCE, PROBLEM_KEYS, StudyError
 
 
 def _source_error(src, what, msg):
@@ -18,7 +18,7 @@ def resolve_data_source(src, path, sections: dict, sweep: dict, merged: dict, se
     ``d`` and (unless given) ``n`` from the data.  Returns ``spec.data_source`` or None.  Without
     a source the source keys are dropped from the sections (fingerprints of synthetic studies
     are unchanged)."""
-    from ..datafiles import DataFileError, read_data_file, stratified_split
+    from stabsim.engine.user_data import DataFileError, read_data_file, stratified_split
 
     d = sections["data"]
     given = set(merged.get("data", {})) | {k for k in sweep if k in d or k in ("problem", "n", "d")}
@@ -41,7 +41,7 @@ def resolve_data_source(src, path, sections: dict, sweep: dict, merged: dict, se
     if "d" in sweep:
         raise StudyError(f"{src}: [sweep] d: the dimension of real data is fixed by the data")
     if d["dataset"] is not None:
-        from ..datasets import load
+        from stabsim.engine.real_datasets import load
 
         for k in ("label", "positive"):
             if k in given:

@@ -1,6 +1,6 @@
 """Where the chunks of a study run and how they come back: ``Executor`` (in-process, or a
 dask.distributed cluster: ``local:N`` / a scheduler address), ``_compute_chunk`` (one cell x
-a block of replicates on one backend, ``stabsim.backend``; what a dask worker runs, so it
+a block of replicates on one backend, ``stabsim.engine.backend``; what a dask worker runs, so it
 stays importable by this path), the code-identity stamp every chunk carries (``StaleCode``),
 the backend stamp (``chunk_backend``, ``OtherBackend``), and ``_run_jobs`` (compute the
 missing chunks of a study, write each as it finishes, report an interruption)."""
@@ -14,9 +14,9 @@ import sys
 import numpy as np
 import xarray as xr
 
-from .._signals import raise_if_interrupted
-from ..registry import StudyError, get_kind
-from ..store import StoreError
+from stabsim.runtime.signals import raise_if_interrupted
+from stabsim.registry import StudyError, get_kind
+from stabsim.study.store import StoreError
 
 
 class StaleCode(StudyError):
@@ -30,7 +30,7 @@ class OtherBackend(StudyError):
 
 def _stamp_backend(ds: xr.Dataset, backend: str) -> xr.Dataset:
     """Record where a chunk was computed: ``chunk_backend`` ("cpu"/"cuda"), ``chunk_device``."""
-    from ..backend import device_description
+    from stabsim.engine.backend import device_description
 
     ds.attrs["chunk_backend"] = backend
     ds.attrs["chunk_device"] = device_description() if backend == "cuda" else "cpu"
@@ -38,7 +38,7 @@ def _stamp_backend(ds: xr.Dataset, backend: str) -> xr.Dataset:
 
 
 def _code_mismatch(what: str, old: dict, new: dict, how: str) -> str:
-    from ..codeid import describe, differences
+    from stabsim.runtime.codeid import describe, differences
 
     changed = "; ".join(differences(old, new)) or "identity not recorded"
     return (f"{what} other code than this process: {describe(old)}; this process runs {describe(new)} "
@@ -52,7 +52,7 @@ _WORKER_HOW = ("start the dask workers from the same stabsim source (same files,
 def _stamp_code(ds: xr.Dataset, expected: dict | None) -> xr.Dataset:
     """Record the identity of the code that computed a chunk (``chunk_code_*`` attrs);
     with ``expected`` (the client's identity), refuse to compute on other code."""
-    from ..codeid import code_identity, matches
+    from stabsim.runtime.codeid import code_identity, matches
 
     mine = code_identity()
     if expected is not None and not matches(mine, expected):
@@ -67,7 +67,7 @@ def _stamp_code(ds: xr.Dataset, expected: dict | None) -> xr.Dataset:
 def _check_returned_code(ds: xr.Dataset, mine: dict) -> None:
     """A chunk coming back from a worker must carry this process's code identity (a worker
     running an older stabsim does not stamp it at all)."""
-    from ..codeid import matches, recorded_identity
+    from stabsim.runtime.codeid import matches, recorded_identity
 
     rec = recorded_identity({k: v for k, v in ds.attrs.items() if k.startswith("chunk_code_")})
     if not matches(rec, mine):
@@ -80,16 +80,16 @@ def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=N
     the process that submitted it; a worker running other code refuses (``StaleCode``).
     ``plugins``: ``(names, folders)`` of user modules to import first (``stabsim.registry.plugins``);
     then ``func`` may be the kind's name, looked up after the import.  ``backend``: every
-    ``run_twin`` of the chunk runs there (``stabsim.backend.use_backend``; the study's client
+    ``run_twin`` of the chunk runs there (``stabsim.engine.backend.use_backend``; the study's client
     passes the backend it resolved, "cpu" or "cuda"; a worker that cannot run it raises
     ``BackendError`` before computing); recorded as the chunk's ``chunk_backend``."""
-    from ..backend import resolve_backend, use_backend
+    from stabsim.engine.backend import resolve_backend, use_backend
 
     if expected_code is not None:
         _stamp_code(xr.Dataset(), expected_code)  # fail before computing
     backend = resolve_backend(backend)
     if plugins:
-        from ..registry.plugins import ensure_loaded
+        from stabsim.registry.plugins import ensure_loaded
 
         ensure_loaded(plugins[0], plugins[1])
     if isinstance(func, str):
@@ -98,7 +98,7 @@ def _compute_chunk(func, spec, coords, reps, numba_threads=None, expected_code=N
         import numba
 
         numba.set_num_threads(max(1, min(int(numba_threads), numba.config.NUMBA_NUM_THREADS)))
-    from ..twin import progress_bars
+    from stabsim.engine.twin_runs import progress_bars
 
     with progress_bars(False), use_backend(backend):  # a study shows its own progress over chunks
         ds = func(spec, dict(coords), np.asarray(reps, dtype=np.int64))
@@ -188,14 +188,14 @@ class Executor:
             return
         from dask.distributed import as_completed
 
-        from ..codeid import code_identity
+        from stabsim.runtime.codeid import code_identity
 
         futures = {}
         for job in jobs:
             cell, start, stop, path = job
             plug = None
             if spec.plugins:  # the worker imports them by name before unpickling anything of theirs
-                from ..registry.plugins import LOADED
+                from stabsim.registry.plugins import LOADED
 
                 plug = (tuple(spec.plugins), tuple(sorted({LOADED.get(m, ("", ""))[1] for m in spec.plugins} - {""})))
             fut = self.client.submit(_compute_chunk, spec.kind if plug else func, spec, cell.coords,
@@ -217,8 +217,8 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
               resume_hint, backend="cpu"):
     from tqdm import tqdm
 
-    from ..resources import ResourceError
-    from .needs import check_study
+    from stabsim.runtime.resources import ResourceError
+    from stabsim.study.needs import check_study
 
     try:  # memory of one chunk, disk of the results: refused before any allocation or compute
         check_study(spec, sd.root)
@@ -230,7 +230,7 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
         own = executor is None
         ex = Executor(scheduler, client) if own else executor
         try:
-            from ..codeid import code_identity
+            from stabsim.runtime.codeid import code_identity
 
             mine = code_identity()
             for (cell, start, stop, path), ds in ex.run(kind.func, spec, jobs, backend=backend):
@@ -242,7 +242,7 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
                 sd.write_chunk(ds, path, expected[path.name])
                 result.computed += 1
                 bar.update(1)
-                raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim._signals)
+                raise_if_interrupted()   # a signal whose raise a finalizer swallowed (stabsim.runtime.signals)
         except KeyboardInterrupt:
             if own:
                 ex.close(interrupted=True)
@@ -251,7 +251,7 @@ def _run_jobs(spec, kind, sd, jobs, expected, result, scheduler, client, executo
         finally:
             if own:
                 ex.close()
-    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (stabsim._signals.Terminated)
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (stabsim.runtime.signals.Terminated)
         bar.close()
         done = result.reused + result.computed
         hint = resume_hint or "run the same run_study(...) call again"

@@ -32,7 +32,7 @@ from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
-from .execution import Executor
+from stabsim.study.execution import Executor
 
 #: Set to "1" to compute every study in the calling process (no second lane).
 ONE_LANE_ENV = "STABSIM_ONE_LANE"
@@ -55,7 +55,7 @@ def _lowest_priority() -> str:
 
 
 def _init_lane(plugins, finish) -> None:
-    from ..helper_process import ignore_interrupts, prepare_helper
+    from stabsim.study.helper_process import ignore_interrupts, prepare_helper
 
     global _FINISH
     ignore_interrupts()
@@ -87,8 +87,8 @@ def failure_text(e: Exception) -> str:
 
 def _run_in_lane(spec, out, kwargs):
     """(RunResult, None) or (None, failure text) of ``run_study`` in the worker."""
-    from ..resources import release_freed_memory
-    from .run import run_study
+    from stabsim.runtime.resources import release_freed_memory
+    from stabsim.study.run import run_study
 
     try:
         result = run_study(spec, out, executor=_LaneExecutor(), progress=False, **kwargs)
@@ -130,7 +130,7 @@ class StudyLane:
         """A started lane, or None: switched off (``STABSIM_ONE_LANE=1``), fewer than three
         studies, a dask scheduler, a backend other than the CPU, one core, or no worker process
         can start here."""
-        from .execution import _parse_scheduler
+        from stabsim.study.execution import _parse_scheduler
 
         if (os.environ.get(ONE_LANE_ENV) == "1" or len(specs) < 3 or backend not in (None, "cpu")
                 or _parse_scheduler(scheduler)[0] != "local" or (os.cpu_count() or 1) < 2):

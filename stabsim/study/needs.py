@@ -1,10 +1,10 @@
 """What a study needs before it runs: the peak memory of one chunk and the disk of its results
 (``study_needs``), checked against the machine (``check_study``, with
-``stabsim.resources.check_memory`` / ``check_disk``)."""
+``stabsim.runtime.resources.check_memory`` / ``check_disk``)."""
 
 from __future__ import annotations
 
-from ..resources import check_disk, check_memory, fmt_bytes
+from stabsim.runtime.resources import check_disk, check_memory, fmt_bytes
 
 
 #: the fixed part of one chunk file (netCDF-3 header: the provenance and chunk attrs, about
@@ -22,9 +22,9 @@ def study_needs(spec) -> dict | None:
     is summed; the disk holds the chunk files and data.nc at once while data.nc is written
     (each file with its fixed part: ``CHUNK_FILE_OVERHEAD``, ``DATA_FILE_OVERHEAD`` and the
     study text, which data.nc holds twice)."""
-    from ..algorithms import get_algorithm
-    from ..losses import get_loss
-    from ..twin import log_checkpoints, twin_memory
+    from stabsim.engine.algorithm_specs import get_algorithm
+    from stabsim.engine.losses import get_loss
+    from stabsim.engine.twin_runs import log_checkpoints, twin_memory
 
     secs = spec.sections
     if not ({"data", "algorithm"} <= set(secs)) or not {"n", "d"} <= set(secs["data"]) or \

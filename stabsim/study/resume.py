@@ -1,4 +1,4 @@
-"""Resuming a study in ``OUT/<id>/`` (``stabsim.store``): whose directory it is
+"""Resuming a study in ``OUT/<id>/`` (``stabsim.study.store``): whose directory it is
 (``study.json``, ``_claim_dir``), whether ``data.nc`` is complete and verified
 (``_check_data``), which chunk files are valid for this study and this code (``_scan_chunks``),
 how they cover replicates 0..R-1 of every cell in any chunking and which chunks are missing
@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
-from ..registry import StudyError, StudySpec
-from ..registry.spec import CHUNKING_KEYS, FORMAT_VERSION
-from ..store import StoreError, StudyDir, chunk_attrs, open_chunk, stored_backend, validate_chunk
-from .assembly import _refresh_attrs
-from .execution import OtherBackend, StaleCode, _code_mismatch
+from stabsim import __version__
+from stabsim.registry import StudyError, StudySpec
+from stabsim.registry.spec import CHUNKING_KEYS, FORMAT_VERSION
+from stabsim.study.store import StoreError, StudyDir, chunk_attrs, open_chunk, stored_backend, validate_chunk
+from stabsim.study.assembly import _refresh_attrs
+from stabsim.study.execution import OtherBackend, StaleCode, _code_mismatch
 
 
 def _manifest(spec: StudySpec) -> dict:
@@ -33,7 +33,7 @@ def _manifest(spec: StudySpec) -> dict:
 
 def _data_complete(sd: StudyDir, spec: StudySpec) -> bool:
     """data.nc exists, its checksums verify, and it holds this study."""
-    from ..data_integrity import verify_data
+    from stabsim.runtime.data_integrity import verify_data
 
     if not sd.data_path.exists():
         return False
@@ -136,8 +136,8 @@ def _check_data(spec, sd, result, log, code, *, force, keep, recompute_stale, fo
     than ``backend``: a note, or recomputed with ``recompute_stale``); ``data_note`` says why a
     damaged one was moved aside.  Another study's data.nc is refused unless ``force`` (then
     removed)."""
-    from ..codeid import describe, differences, matches, recorded_identity
-    from ..data_integrity import DamagedData, verify_data
+    from stabsim.runtime.codeid import describe, differences, matches, recorded_identity
+    from stabsim.runtime.data_integrity import DamagedData, verify_data
 
     data_note = None
     if sd.data_path.exists():
@@ -186,8 +186,8 @@ def _scan_chunks(spec, sd, cells, cjson, result, log, code, *, force, recompute_
     refused unless ``force``; chunks of other code (``StaleCode``) or computed on another
     backend than ``backend`` (``OtherBackend``) are refused unless ``recompute_stale``.
     Returns ``{cell id: [(start, stop, path), ...]}`` of the valid ones."""
-    from ..codeid import describe, recorded_identity
-    from ..store import CHUNK_RE, OTHER_BACKEND, STALE
+    from stabsim.runtime.codeid import describe, recorded_identity
+    from stabsim.study.store import CHUNK_RE, OTHER_BACKEND, STALE
 
     valid = {c.id: [] for c in cells}
     cell_fp = spec.cell_fingerprints()
@@ -322,7 +322,7 @@ def _log_plan(spec, log, result, data_note, cover, jobs, used, reused_reps, n_ce
 def _remove_chunks(sd: StudyDir, spec: StudySpec, log=None) -> None:
     """Delete the chunk files of this study's cells whose replicates data.nc holds (a chunk
     with replicates beyond ``replicates`` is valid work data.nc lacks: it stays)."""
-    from ..store import CHUNK_RE
+    from stabsim.study.store import CHUNK_RE
 
     ids = {c.id for c in spec.cells()}
     kept = []

@@ -12,11 +12,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..registry import KINDS, StudyError, StudySpec
-from ..store import StoreError, StudyDir
-from .assembly import assemble
-from .execution import Executor, _run_jobs
-from .resume import _check_data, _claim_dir, _log_plan, _plan_chunks, _remove_chunks, _scan_chunks
+from stabsim.registry import KINDS, StudyError, StudySpec
+from stabsim.study.store import StoreError, StudyDir
+from stabsim.study.assembly import assemble
+from stabsim.study.execution import Executor, _run_jobs
+from stabsim.study.resume import _check_data, _claim_dir, _log_plan, _plan_chunks, _remove_chunks, _scan_chunks
 
 
 @dataclass
@@ -64,11 +64,11 @@ def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: b
         a different study: every valid replicate is reused (re-chunked as needed).
     keep_chunks : keep ``chunks/`` after ``data.nc`` is written and checked (default: delete).
         Remembered in ``study.json``: later runs keep them too.
-    recompute_stale : chunks computed by other code (``stabsim.codeid``: another source hash
+    recompute_stale : chunks computed by other code (``stabsim.runtime.codeid``: another source hash
         or numba/numpy/Python version), or on another backend, are an error naming both;
         with this, they are deleted and recomputed (the chunks of this code and backend are
         kept).
-    backend : ``"cpu"``, ``"cuda"`` or ``"auto"`` (``stabsim.backend``): where every chunk's
+    backend : ``"cpu"``, ``"cuda"`` or ``"auto"`` (``stabsim.engine.backend``): where every chunk's
         ``run_twin`` runs; None: the study's ``[run] backend`` (default "cpu").  Resolved once
         here ("auto": the GPU if usable, else the CPU with a warning), so all chunks of a run
         use one backend; recorded on every chunk (``chunk_backend``) and in data.nc
@@ -77,7 +77,7 @@ def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: b
     executor : an ``Executor`` shared between several studies (then ``scheduler`` and
         ``client`` are ignored and the caller closes it).
 
-    Every finished chunk is written at once (atomically, ``stabsim.store``); on start,
+    Every finished chunk is written at once (atomically, ``stabsim.study.store``); on start,
     existing chunks are validated and invalid ones deleted and recomputed; data.nc's
     checksums are verified (a damaged one is moved aside to ``data.nc.damaged``, said so,
     and rebuilt from kept chunks or recomputed).  On Ctrl-C the
@@ -106,8 +106,8 @@ def run_study(spec: StudySpec, out_dir, *, scheduler=None, client=None, force: b
 
 def _resolve_backend(spec, backend) -> str:
     """The concrete backend ("cpu"/"cuda") of one run: ``backend`` (``--backend``) or the study's
-    ``[run] backend``, resolved once in this process (``stabsim.backend.resolve_backend``)."""
-    from ..backend import BackendError, check_backend_name, resolve_backend
+    ``[run] backend``, resolved once in this process (``stabsim.engine.backend.resolve_backend``)."""
+    from stabsim.engine.backend import BackendError, check_backend_name, resolve_backend
 
     asked = spec.backend if backend is None else backend
     try:
@@ -127,7 +127,7 @@ def _run_locked(spec, sd, kind, result, log, *, force, keep_chunks, recompute_st
                 executor, progress, resume_hint):
     """``run_study`` inside the directory's lock: the resume steps of ``stabsim.study.resume``,
     then the missing chunks, then data.nc."""
-    from ..codeid import code_identity
+    from stabsim.runtime.codeid import code_identity
 
     code = code_identity()
     cells = spec.cells()

@@ -6,8 +6,8 @@ step)."""
 
 from __future__ import annotations
 
-from ..registry import BadValue, Param, boolean, choice, get_check, integer, number, open_unit, string
-from ..registry.plugins import PluginError, load_plugins
+from stabsim.registry import BadValue, Param, boolean, choice, get_check, integer, number, open_unit, string
+from stabsim.registry.plugins import PluginError, load_plugins
 
 
 # ---- [study], [bounds], [check] ------------------------------------------------------------
@@ -52,7 +52,7 @@ STUDY_PARAMS = {
 def _bound_keys(v):
     if not isinstance(v, list) or not all(isinstance(k, str) for k in v):
         raise BadValue("must be a list of theory registry keys (strings)")
-    from ..theory import get as get_bound
+    from stabsim.theory import get as get_bound
 
     for k in v:
         if k.startswith("custom."):
@@ -65,9 +65,9 @@ def _bound_keys(v):
 
 
 def _custom_tables(v):
-    """``[bounds.custom.NAME]`` tables (``stabsim.custom_bounds``): keys and types checked here; the
+    """``[bounds.custom.NAME]`` tables (``stabsim.theory.custom_bounds``): keys and types checked here; the
     formula is compiled and dry-run once the study's parameters are known."""
-    from ..custom_bounds import ExprError, validate_table
+    from stabsim.theory.custom_bounds import ExprError, validate_table
 
     if not isinstance(v, dict):
         raise BadValue("must be tables [bounds.custom.NAME] with quantity, expr, tag")
@@ -148,7 +148,7 @@ def _formula(v):
 #: ``[check]``: the configuration of a generic check (``check = "overlay"``, stabsim.analyses.overlay).
 #: Analysis only: not part of the fingerprint.  Names are checked at the end of ``parse_study``.
 CHECK_PARAMS = {
-    "measure": Param("a function of stabsim.measures (uas_mean, uas_quantile, onavg_stability, ...)", None,
+    "measure": Param("a function of stabsim.engine.measures (uas_mean, uas_quantile, onavg_stability, ...)", None,
                      string(), sweepable=False),
     "value": Param("instead of measure: a per-replicate formula over the data's variables", None, _formula,
                    sweepable=False),
@@ -187,14 +187,14 @@ CHECK_PARAMS = {
 # ---- [run]: how the study is computed, not what (outside the fingerprint) ---------------------
 
 def _check_backend(v):
-    """``[run] backend``: a name of ``stabsim.backend.BACKENDS``; "auto" is resolved once per run
+    """``[run] backend``: a name of ``stabsim.engine.backend.BACKENDS``; "auto" is resolved once per run
     (``run_study``), when the chunks are about to be computed."""
-    from ..backend import BACKENDS
+    from stabsim.engine.backend import BACKENDS
 
     return choice(BACKENDS)(v)
 
 
 RUN_PARAMS = {
-    "backend": Param("where the twin kernels run: 'cpu', 'cuda' or 'auto' (stabsim.backend)", "cpu",
+    "backend": Param("where the twin kernels run: 'cpu', 'cuda' or 'auto' (stabsim.engine.backend)", "cpu",
                      _check_backend, sweepable=False),
 }

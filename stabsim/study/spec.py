@@ -10,10 +10,10 @@ import json
 import tomllib
 from pathlib import Path
 
-from ..registry import DATA_SOURCE, REQUIRED, BadValue, Param, StudyError, StudySpec, did_you_mean, get_kind
-from ..registry.spec import sanitize
-from .data_sources import resolve_data_source
-from .schema import BOUNDS_PARAMS, CHECK_PARAMS, RUN_PARAMS, STUDY_PARAMS
+from stabsim.registry import DATA_SOURCE, REQUIRED, BadValue, Param, StudyError, StudySpec, did_you_mean, get_kind
+from stabsim.registry.spec import sanitize
+from stabsim.study.data_sources import resolve_data_source
+from stabsim.study.schema import BOUNDS_PARAMS, CHECK_PARAMS, RUN_PARAMS, STUDY_PARAMS
 
 
 # ---- parsing ---------------------------------------------------------------------------
@@ -62,9 +62,9 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
     ``plugins``: module names imported first (``stabsim.registry.plugins``; ``stabsim run --plugins``).
     ``outside_assumptions``: True, or a list of bound keys, that may be compared with runs outside
     their theorems' assumptions (as the file's ``outside_assumptions``; without it such a bound
-    is an error, ``stabsim.applicability``)."""
+    is an error, ``stabsim.judging.applicability``)."""
     if plugins:
-        from ..registry.plugins import PluginError, load_plugins
+        from stabsim.registry.plugins import PluginError, load_plugins
 
         try:
             load_plugins(plugins)
@@ -105,9 +105,9 @@ def parse_study(text: str, *, path=None, profile: str | None = None, seed: int |
 
 
 def _check_assumptions(src: str, spec: StudySpec, check, extra) -> dict:
-    """Every bound the study names against its runs (``stabsim.applicability``): a mismatch is an
+    """Every bound the study names against its runs (``stabsim.judging.applicability``): a mismatch is an
     error unless the study opts in for that bound; returns ``{key: mismatches}`` of those opted in."""
-    from ..applicability import outside_opt_in, study_mismatches
+    from stabsim.judging.applicability import outside_opt_in, study_mismatches
 
     opted = outside_opt_in(spec, extra)
     named = set(spec.bounds.get("keys", [])) | set((spec.check or {}).get("bounds") or [])
@@ -304,10 +304,10 @@ def _parse_sweep(src: str, schema: dict, merged: dict, origin: dict):
 
 def _check_measure_config(chk: dict) -> None:
     """``[check]`` and each of its ``variants``: exactly one of measure (a function of
-    stabsim.measures) and value (a formula); the keys of a formula measure only with value; the
+    stabsim.engine.measures) and value (a formula); the keys of a formula measure only with value; the
     formulas parse and call only allowed functions (their names are resolved on the data)."""
-    from ..custom_bounds import ExprError
-    from ..registry.formulas import compile_formula, with_variant
+    from stabsim.theory.custom_bounds import ExprError
+    from stabsim.registry.formulas import compile_formula, with_variant
 
     for variant in chk.get("variants") or [{}]:
         cfg = with_variant(chk, variant)
@@ -324,15 +324,15 @@ def _check_measure_config(chk: dict) -> None:
 
 
 def _check_one_measure(cfg: dict, where: str) -> None:
-    from .. import measures as _measures
+    from stabsim.engine import measures as _measures
 
     m = cfg.get("measure")
     if (m is None) == (cfg.get("value") is None):
-        raise StudyError(f"{where} needs exactly one of measure (a function of stabsim.measures, e.g. "
+        raise StudyError(f"{where} needs exactly one of measure (a function of stabsim.engine.measures, e.g. "
                          "\"uas_mean\") and value (a per-replicate formula, e.g. \"F_out - FS_out\")")
     if m is not None and (not callable(getattr(_measures, m, None)) or m.startswith("_")):
         names = [n for n in dir(_measures) if not n.startswith("_") and callable(getattr(_measures, n))]
-        raise StudyError(f"{where} measure = {m!r}: not a function of stabsim.measures.{did_you_mean(m, names)}")
+        raise StudyError(f"{where} measure = {m!r}: not a function of stabsim.engine.measures.{did_you_mean(m, names)}")
     if m is not None:
         extra = [k for k in ("widen", "shift", "quantity", "quantile", "statistic") if cfg.get(k) is not None]
         if extra:
@@ -343,7 +343,7 @@ def _check_one_measure(cfg: dict, where: str) -> None:
 def _finish_custom_and_check(spec) -> None:
     """Compile, dry-run and register the ``[bounds.custom.*]`` of ``spec``; check that every
     ``custom.*`` key and the ``[check]`` names exist (raise ``StudyError``)."""
-    from ..custom_bounds import ExprError, prepare, register_custom
+    from stabsim.theory.custom_bounds import ExprError, prepare, register_custom
 
     custom = spec.bounds.get("custom") or {}
     cells = spec.cells()
@@ -362,7 +362,7 @@ def _finish_custom_and_check(spec) -> None:
     chk = spec.check
     if not chk:
         return
-    from ..theory import get as get_bound
+    from stabsim.theory import get as get_bound
 
     _check_measure_config(chk)
     if (chk.get("value") and chk.get("statistic") == "quantile" and chk.get("quantile") is None

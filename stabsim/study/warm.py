@@ -1,8 +1,8 @@
 """The warm-up of a run of a few studies: the kernels those studies use, compiled on every core
-first (``stabsim.warmup.warm`` on a part of the recorded list).
+first (``stabsim.compile.warmup.warm`` on a part of the recorded list).
 
 Each built-in study's kernels are recorded in ``stabsim/data/study_kernels.pkl``
-(``stabsim.kernel_signatures.load_study_kernels``).  A study without a record (a user's own) gets
+(``stabsim.compile.signatures.load_study_kernels``).  A study without a record (a user's own) gets
 the kernels that every built-in study of the same kind and algorithm uses (``stand_ins``).  Only
 those not yet in numba's on-disk cache are compiled; no marker is written (the cache itself says
 what is left).
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..compile_beside import uncached
-from ..kernel_signatures import STUDY_KERNELS, load_study_kernels
-from ..warmup import tasks, warm
-from .index import default_studies_dir
+from stabsim.compile.beside import uncached
+from stabsim.compile.signatures import STUDY_KERNELS, load_study_kernels
+from stabsim.compile.warmup import tasks, warm
+from stabsim.study.index import default_studies_dir
 
 
 def study_entries(study_ids, path=STUDY_KERNELS, like=None) -> list:

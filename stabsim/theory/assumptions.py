@@ -2,7 +2,7 @@
 
 Every registry entry (``stabsim.theory.registry.Bound.requires``) carries an ``Assumptions``
 record, filled here from the papers, one rule per theorem (``REQUIRES``: the first pattern that
-matches a key wins).  ``stabsim.applicability.check_applicable`` compares it with a run's
+matches a key wins).  ``stabsim.judging.applicability.check_applicable`` compares it with a run's
 algorithm, loss, constraint set, step sizes and output rule; a study that overlays a bound on a
 run outside its assumptions is refused when it is loaded (``docs/study-files.md``, "Where a bound
 applies").
@@ -34,9 +34,9 @@ LOSS_CLASSES = {
     "pl": "F_S satisfies the Polyak-Lojasiewicz condition with mu > 0",
 }
 
-#: Step-size rules of ``stabsim.steps`` (a run's ``eta``: a number is "constant").
+#: Step-size rules of ``stabsim.engine.steps`` (a run's ``eta``: a number is "constant").
 STEP_RULES = ("constant", "sqrt", "strongly_convex", "pl")
-#: eta_j non-increasing: every schedule of ``stabsim.steps``.
+#: eta_j non-increasing: every schedule of ``stabsim.engine.steps``.
 NONINCREASING = STEP_RULES
 
 #: Constraint requirements: ``None`` (any closed convex W, including R^d), or one of these.
@@ -51,7 +51,7 @@ CONSTRAINTS = {
 class Assumptions:
     """What a theorem assumes about the run it is compared with.
 
-    algorithms  stabsim algorithm names it is proven for (``stabsim.algorithms.ALGORITHMS``; P3's
+    algorithms  stabsim algorithm names it is proven for (``stabsim.engine.algorithm_specs.ALGORITHMS``; P3's
                 variants ``OnPairStrC`` ...), ``None``: any algorithm (a statement about any
                 stable algorithm, a function class or a noise calibration).
     losses      specific loss names (a corollary for one loss), ``None``: any loss of ``loss_class``.
@@ -59,7 +59,7 @@ class Assumptions:
     pairwise    True: a pairwise loss f(w; z, z'), False: a pointwise f(w; z), None: either.
     constraint  ``None`` (any closed convex W) or a key of ``CONSTRAINTS``.
     step_rule   the step-size rules of ``STEP_RULES`` it allows; ``None``: any.
-    output      the output rules of ``stabsim.algorithms.OUTPUTS`` it is stated for; ``None``:
+    output      the output rules of ``stabsim.engine.algorithm_specs.OUTPUTS`` it is stated for; ``None``:
                 any (a bound on every iterate, hence on every average of them, or on the path).
     note        how the entry was read where the paper is ambiguous.
     """

@@ -38,16 +38,16 @@ import math
 
 import numpy as np
 
-from ._check import named
-from .p0_common import (  # noqa: F401  (re-exported)
+from stabsim.theory._check import named
+from stabsim.theory.p0_common import (  # noqa: F401  (re-exported)
     _c1, _c2, _COUPLED, _E, _LIPSCHITZ_CONVEX, _ln_ceil, _p0)
-from .p0_stability import (  # noqa: F401  (re-exported)
+from stabsim.theory.p0_stability import (  # noqa: F401  (re-exported)
     _EQ9, _EQ9_BASE, _EQ9_CORRECTED, _eq9_dist, _EQ9_PRINTED, _EQ9_PROOF, _eq9_proof_sq, _eq9_sq,
     _hp_sq, _SIGMA2, _sigma2, _THM1, _THM1_CORRECTED, _THM1_PRINTED, _thm1_sq, eq9_avg_corrected,
     eq9_avg_printed, eq9_avg_proof, eq9_avg_sq_corrected, eq9_avg_sq_printed, eq9_avg_sq_proof,
     thm1_iterate_corrected, thm1_iterate_printed, thm1_iterate_sq_corrected, thm1_iterate_sq_printed,
     thm4_sigma2_corrected, thm4_sigma2_printed)
-from .p0_appendix import (  # noqa: F401  (re-exported)
+from stabsim.theory.p0_appendix import (  # noqa: F401  (re-exported)
     _CORA6, _corA6, _gen_from_uas, _stab_tail, _THMA6, corA6_gen_corrected, corA6_gen_printed,
     lemA10_iterate_norm_sq, lemA12_utility_loss_corrected, lemA12_utility_loss_printed, lemA9_regret,
     thmA6_gen_corrected, thmA6_gen_printed, thmA7_hoeffding, thmA8_opt)

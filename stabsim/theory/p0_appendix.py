@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from ._check import named, nonnegative
-from .p0_common import _E, _ln_ceil, _p0
+from stabsim.theory._check import named, nonnegative
+from stabsim.theory.p0_common import _E, _ln_ceil, _p0
 
 
 # ---------------------------------------------------------------------------------------------

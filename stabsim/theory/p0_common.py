@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ._check import returns_float_array
-from .registry import register
+from stabsim.theory._check import returns_float_array
+from stabsim.theory.registry import register
 
 
 _E = math.e

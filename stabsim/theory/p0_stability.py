@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
-from ._check import named
-from .p0_common import _COUPLED, _E, _p0
+from stabsim.theory._check import named
+from stabsim.theory.p0_common import _COUPLED, _E, _p0
 
 
 # ---------------------------------------------------------------------------------------------

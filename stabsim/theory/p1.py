@@ -30,8 +30,8 @@ import math
 
 import numpy as np
 
-from ._check import at_least, named, nonnegative, positive, returns_float_array
-from .registry import register
+from stabsim.theory._check import at_least, named, nonnegative, positive, returns_float_array
+from stabsim.theory.registry import register
 
 _E = math.e
 _A1_A3_CONVEX = ("(A1) G-Lipschitz", "(A3) with alpha = 0 (convex)")

@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from . import _check
-from .registry import register
+from stabsim.theory import _check
+from stabsim.theory.registry import register
 
 PAPER = "P2"
 _SMOOTH_PL = ("G-Lipschitz", "L-smooth", "PL(mu) on the empirical risk, 0 < mu < L", "eta = 1/L")

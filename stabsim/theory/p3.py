@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _check
-from .registry import register
+from stabsim.theory import _check
+from stabsim.theory.registry import register
 
 PAPER = "P3"
 _ASSUME_STRC = ("G-Lipschitz", "L-smooth", "alpha-strongly convex", "bounded convex C")

@@ -49,15 +49,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _check
-from .p4_common import (  # noqa: F401  (re-exported)
+from stabsim.theory import _check
+from stabsim.theory.p4_common import (  # noqa: F401  (re-exported)
     _alpha, _kappa_form, _nonincreasing, _schedule, _smooth_steps, _VARIANT_READING, E,
     eta2_weighted_sum, kappa_opt, M_alpha_1, M_alpha_2, M_alpha_3, Mbar_alpha_3, PAPER)
-from .p4_stability import (  # noqa: F401  (re-exported)
+from stabsim.theory.p4_stability import (  # noqa: F401  (re-exported)
     _holder_onavg, _lemma18, _lemma19b, _nu, _sigma2, _smooth_onavg, lemma13a_gen, lemma13b_gen,
     lemma14a_onavg, lemma14b_onavg, lemma17a_gen, lemma17b_gen, lemma19a_onavg, thm15a_gen, thm15b_gen,
     thm2_sigma2, thm5_sigma2)
-from .registry import register
+from stabsim.theory.registry import register
 
 
 # --------------------------------------------------------------------------- Theorem 16 / Lemma 20

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from . import _check
+from stabsim.theory import _check
 
 
 PAPER = "P4"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _check
-from .p4_common import (_alpha, _kappa_form, _schedule, _smooth_steps, _VARIANT_READING, E, M_alpha_1,
+from stabsim.theory import _check
+from stabsim.theory.p4_common import (_alpha, _kappa_form, _schedule, _smooth_steps, _VARIANT_READING, E, M_alpha_1,
                         M_alpha_3, Mbar_alpha_3, PAPER)
-from .registry import register
+from stabsim.theory.registry import register
 
 
 # --------------------------------------------------------------------------- privacy (thin)

@@ -3,7 +3,7 @@
 Each entry records the paper, the theorem/lemma number, the assumptions, the quantity
 it bounds (the name of a *measure* it is compared with), its tag and the reading used
 where the printed formula has a typo.  See ``docs/errata.md`` (ids such as
-"P0-E3" = paper P0, erratum 3; :mod:`stabsim.errata` parses and links them).
+"P0-E3" = paper P0, erratum 3; :mod:`stabsim.judging.errata` parses and links them).
 
 Tags (docs/errata.md, Conventions):
 
@@ -23,7 +23,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from .assumptions import NOTHING, Assumptions, requirements_for
+from stabsim.theory.assumptions import NOTHING, Assumptions, requirements_for
 
 TAGS = ("EXPLICIT", "EXPLICIT-DD", "RATE", "CONDITION")
 PAPERS = {
@@ -48,7 +48,7 @@ class Bound:
     assumptions  the theorem's assumptions in words (e.g. ``"G-Lipschitz"``, ``"convex"``).
     requires     the same, structured: the algorithm, loss class, pairwise or pointwise, constraint,
                  step rule and output the theorem is proven for (``stabsim.theory.assumptions``;
-                 checked against a study's runs by ``stabsim.applicability.check_applicable``).
+                 checked against a study's runs by ``stabsim.judging.applicability.check_applicable``).
     reading      which reading of the text is implemented (``"as printed"`` or the correction
                  with its errata id, docs/errata.md).
     variant      ``"printed"``, ``"corrected"`` or ``""`` when there is only one reading.
@@ -148,7 +148,7 @@ def register(*, key: str, paper: str, ref: str, quantity: str, tag: str,
 
 def register_custom(*, key: str, quantity: str, tag: str, func: Callable, rate=None, measured=(),
                     description: str = "", expr: str = "") -> Bound:
-    """Register a study file's own bound (``[bounds.custom.NAME]``, ``stabsim.custom_bounds``) as
+    """Register a study file's own bound (``[bounds.custom.NAME]``, ``stabsim.theory.custom_bounds``) as
     ``key`` (``"custom.NAME"``), paper "custom", ref "study file", for the rest of the process.
     Registering the same definition again is a no-op; another definition under the same key
     is an error."""

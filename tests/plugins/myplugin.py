@@ -2,9 +2,9 @@
 import numpy as np
 
 from stabsim.analyses import CheckResult, register_check
-from stabsim.measures import uas_mean
+from stabsim.engine.measures import uas_mean
 from stabsim.theory import register_custom
-from stabsim.verdicts import check_bound
+from stabsim.judging.rules import check_bound
 
 
 def _loose(*, t, n, eta, G):

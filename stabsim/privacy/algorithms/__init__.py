@@ -50,7 +50,7 @@ compares the *marginal* output distributions on S and S', which sharing data-ind
 randomness does not change.
 
 Constants G (Lipschitz) and L (smoothness) default to the loss's declared constants
-(``stabsim.losses.Loss.G / .L``) at kappa = the largest ||x|| over S and the replacement
+(``stabsim.engine.losses.Loss.G / .L``) at kappa = the largest ||x|| over S and the replacement
 points and at the constraint's radius; pass ``G``/``L``/``kappa`` (keyword or config field) to override (recorded).
 
 ``noise_scale`` multiplies every noise standard deviation; anything but 1 is recorded as a
@@ -58,14 +58,14 @@ deviation ("noise deliberately scaled") -- it exists to break the privacy on pur
 audits.
 """
 
-from .common import calibration_record, gaussian_rows
-from .p0_output_perturbation import p0_alg2
-from .p1_localized import STREAM_PHASE, P1Alg3Config, p1_alg3, p1_phase_blocks, phase_seed
-from .p2_gradient_perturbation import p2_alg1
-from .p3_pairwise_giga import (P3_VARIANTS, P3GigaConfig, P3Run, _variant, p3_giga, p3_offpairc,
+from stabsim.privacy.algorithms.common import calibration_record, gaussian_rows
+from stabsim.privacy.algorithms.p0_output_perturbation import p0_alg2
+from stabsim.privacy.algorithms.p1_localized import STREAM_PHASE, P1Alg3Config, p1_alg3, p1_phase_blocks, phase_seed
+from stabsim.privacy.algorithms.p2_gradient_perturbation import p2_alg1
+from stabsim.privacy.algorithms.p3_pairwise_giga import (P3_VARIANTS, P3GigaConfig, P3Run, _variant, p3_giga, p3_offpairc,
                                p3_offpairstrc, p3_onpairc, p3_onpairstrc, p3_plan, p3_run)
-from .p4_dpsgd import p4_alg1, p4_alg2
-from .registry import PRIVATE_ALGORITHMS, QUICK, config_default, quick_data, quick_run, run_private
+from stabsim.privacy.algorithms.p4_dpsgd import p4_alg1, p4_alg2
+from stabsim.privacy.algorithms.registry import PRIVATE_ALGORITHMS, QUICK, config_default, quick_data, quick_run, run_private
 
 __all__ = [
     "PRIVATE_ALGORITHMS", "QUICK", "P1Alg3Config", "P3GigaConfig", "P3_VARIANTS",

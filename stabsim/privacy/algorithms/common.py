@@ -19,12 +19,12 @@ import pickle
 
 import numpy as np
 from numba import prange
-from ...jit import njit
+from stabsim.compile.jit import njit
 
-from ... import rng
-from ...constraints import project
-from ...neighbours import as_neighbour, make_neighbours
-from ...validation import check_Xy, open_unit, positive, positive_int
+from stabsim.engine import rng
+from stabsim.engine.constraints import project
+from stabsim.engine.neighbours import as_neighbour, make_neighbours
+from stabsim.engine.validation import check_Xy, open_unit, positive, positive_int
 
 
 # ============================================================================ helpers
@@ -39,7 +39,7 @@ def twin_run_once(X, y, **kwargs):
     arguments in this process.  The run is a pure function of them (replicate r depends on
     (seed, r) alone), so the copy equals a new run; arguments that do not pickle are not
     remembered."""
-    from ...twin import run_twin
+    from stabsim.engine.twin_runs import run_twin
 
     try:
         key = hashlib.sha256(pickle.dumps((X, y, sorted(kwargs.items())), protocol=5)).hexdigest()
@@ -69,8 +69,8 @@ def _setup(eps, delta, loss, constraint, X, y, replicates, seed):
     """Validate the privacy parameters, the loss and constraint names, the data, the replicate ids
     and the seed, as every private algorithm does before it runs; returns
     (eps, delta, lossf, cons, X, y, X3, y3, n, reps, seed)."""
-    from ...constraints import get_constraint
-    from ...losses import get_loss
+    from stabsim.engine.constraints import get_constraint
+    from stabsim.engine.losses import get_loss
 
     eps, delta = _check_privacy(eps, delta)
     lossf, cons = get_loss(loss), get_constraint(constraint)

@@ -12,10 +12,10 @@ import math
 import numpy as np
 import xarray as xr
 
-from ... import rng
-from ...validation import positive, positive_int
-from .. import calibration as cal
-from .common import (_add_private, _setup, _attach, _ckpts_with, _constants, _neighbours, _noise_scale,
+from stabsim.engine import rng
+from stabsim.engine.validation import positive, positive_int
+from stabsim.privacy import calibration as cal
+from stabsim.privacy.algorithms.common import (_add_private, _setup, _attach, _ckpts_with, _constants, _neighbours, _noise_scale,
                      _project, gaussian_rows, twin_run_once)
 
 

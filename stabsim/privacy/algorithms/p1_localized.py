@@ -17,18 +17,18 @@ from typing import Any, NamedTuple
 import numpy as np
 import xarray as xr
 
-from ... import rng
-from ...algorithms import get_algorithm
-from ...constraints import Constraint, get_constraint
-from ...backend import resolve_backend
-from ...kernels import N_REC, TwinConfig
-from ...losses import Loss, get_loss
-from ...provenance import provenance
-from ...steps import kernel_step_sizes
-from ...twin import backend_kernel, extend_with_replacements
-from ...validation import positive
-from .. import calibration as cal
-from .common import (_add_private, _attach, _check_privacy, _constants, _data, _neighbours,
+from stabsim.engine import rng
+from stabsim.engine.algorithm_specs import get_algorithm
+from stabsim.engine.constraints import Constraint, get_constraint
+from stabsim.engine.backend import resolve_backend
+from stabsim.kernels import N_REC, TwinConfig
+from stabsim.engine.losses import Loss, get_loss
+from stabsim.runtime.provenance import provenance
+from stabsim.engine.steps import kernel_step_sizes
+from stabsim.engine.twin_runs import backend_kernel, extend_with_replacements
+from stabsim.engine.validation import positive
+from stabsim.privacy import calibration as cal
+from stabsim.privacy.algorithms.common import (_add_private, _attach, _check_privacy, _constants, _data, _neighbours,
                      _project, _replicate_ids, _scale_note, _set, gaussian_rows, optional_positive)
 
 #: stream of the per-phase seeds of P1 Alg. 3 (local to this package; rng.py lists 1..7, giga 8)
@@ -278,7 +278,7 @@ def p1_alg3(X, y, config: P1Alg3Config, *, replicates=100, seed=0, neighbour="fa
     """P1 Alg. 3 (DP localized SGD) with ``config`` (:class:`P1Alg3Config`) on S = (X, y) and S'.
 
     ``replicates`` (a count or replicate ids), ``seed``, ``neighbour`` (the replace-one relation,
-    ``stabsim.neighbours``), ``independent_noise`` (S' draws its noise from STREAM_NOISE_PRIME),
+    ``stabsim.engine.neighbours``), ``independent_noise`` (S' draws its noise from STREAM_NOISE_PRIME),
     ``w0`` (w_0; default 0) and ``problem`` (for problem-aware neighbours) describe the run.
 
     K = ceil(log2 n) phases; phase k runs P1 Alg. 1 (``p1_alg1``: pair i_t with i_{t-1},

@@ -10,10 +10,10 @@ import math
 
 import xarray as xr
 
-from ...twin import run_twin
-from ...validation import positive, positive_int
-from .. import calibration as cal
-from .common import (_add_private, _setup, _attach, _ckpts_with, _constants, _neighbours, _noise_scale)
+from stabsim.engine.twin_runs import run_twin
+from stabsim.engine.validation import positive, positive_int
+from stabsim.privacy import calibration as cal
+from stabsim.privacy.algorithms.common import (_add_private, _setup, _attach, _ckpts_with, _constants, _neighbours, _noise_scale)
 
 
 def p2_alg1(X, y, *, eps, delta, loss="ranking_logistic", constraint=("l2", 1.0),

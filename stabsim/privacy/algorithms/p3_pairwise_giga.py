@@ -17,16 +17,16 @@ from typing import Any, NamedTuple
 import numpy as np
 import xarray as xr
 
-from ... import rng
-from ...constraints import FROBENIUS, L2, Constraint, get_constraint
-from ...kernels.giga import N_REC_GIGA, STREAM_BURNIN, ball_point, giga_kernel
-from ...losses import Loss, get_loss
-from ...provenance import provenance
-from ...twin import extend_with_replacements, log_checkpoints, mirrored_kidx
-from ...validation import positive
-from .. import calibration as cal
-from ..errors import InfeasiblePrivacyParameters
-from .common import (_private_vars, privacy_attrs, _check_privacy, _data, _neighbours, _replicate_ids,
+from stabsim.engine import rng
+from stabsim.engine.constraints import FROBENIUS, L2, Constraint, get_constraint
+from stabsim.kernels.giga import N_REC_GIGA, STREAM_BURNIN, ball_point, giga_kernel
+from stabsim.engine.losses import Loss, get_loss
+from stabsim.runtime.provenance import provenance
+from stabsim.engine.twin_runs import extend_with_replacements, log_checkpoints, mirrored_kidx
+from stabsim.engine.validation import positive
+from stabsim.privacy import calibration as cal
+from stabsim.privacy.errors import InfeasiblePrivacyParameters
+from stabsim.privacy.algorithms.common import (_private_vars, privacy_attrs, _check_privacy, _data, _neighbours, _replicate_ids,
                      _scale_note, _set, keyword_form, optional_positive)
 
 P3_VARIANTS = {

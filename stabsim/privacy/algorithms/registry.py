@@ -15,12 +15,12 @@ import inspect
 
 import xarray as xr
 
-from .common import keyword_form
-from .p0_output_perturbation import p0_alg2
-from .p1_localized import P1Alg3Config, p1_alg3
-from .p2_gradient_perturbation import p2_alg1
-from .p3_pairwise_giga import P3GigaConfig, p3_giga, p3_offpairc, p3_offpairstrc, p3_onpairc, p3_onpairstrc
-from .p4_dpsgd import p4_alg1, p4_alg2
+from stabsim.privacy.algorithms.common import keyword_form
+from stabsim.privacy.algorithms.p0_output_perturbation import p0_alg2
+from stabsim.privacy.algorithms.p1_localized import P1Alg3Config, p1_alg3
+from stabsim.privacy.algorithms.p2_gradient_perturbation import p2_alg1
+from stabsim.privacy.algorithms.p3_pairwise_giga import P3GigaConfig, p3_giga, p3_offpairc, p3_offpairstrc, p3_onpairc, p3_onpairstrc
+from stabsim.privacy.algorithms.p4_dpsgd import p4_alg1, p4_alg2
 
 #: the config class of each config-based algorithm
 CONFIGS = {p1_alg3: P1Alg3Config, p3_giga: P3GigaConfig}
@@ -89,7 +89,7 @@ QUICK = {
 
 def quick_data(name, seed=0):
     """The synthetic data set (X, y) of the quick configuration of ``name``."""
-    from ...synthetic import make_problem
+    from stabsim.engine.synthetic import make_problem
     (prob, n, d), _ = QUICK[name]
     return make_problem(prob, d=d).sample(n, seed)
 
