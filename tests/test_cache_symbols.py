@@ -1,4 +1,4 @@
-"""numba's on-disk cache shared by processes that compiled different kernels (issue #17 review).
+"""numba's on-disk cache shared by processes that compiled different kernels.
 
 numba names machine code by qualified name, argument types and a per-process counter.  The
 twin kernel's four replicates (one per kind) are closures of one factory with one signature; when two processes

@@ -1,6 +1,6 @@
 """A fast kind's first call, when its general replicate is compiled neither in this process nor in
 numba's on-disk cache, runs a build specialised to the call's configuration
-(``stabsim.kernels.twin.replicate_address``, issue #17 item 1): it must give the general build's
+(``stabsim.kernels.twin.replicate_address``): it must give the general build's
 numbers bit for bit, and a compiled general build must be used whenever there is one."""
 
 import importlib.util
@@ -97,8 +97,8 @@ def test_a_cold_start_runs_the_specialised_build_with_the_same_numbers(tmp_path)
 def test_the_helper_imports_no_xarray():
     """The helper that compiles beside a cold call needs only ``stabsim.kernels.twin``: the
     package's public names are imported on first use (``stabsim.__getattr__``), so it does not
-    import xarray and pandas (about 0.3 s); a user's ``stabsim.run_twin`` still works after a bare
-    ``import stabsim``, and so does a submodule not imported yet."""
+    import xarray and pandas (benchmarks/README.md, "Import time"); a user's ``stabsim.run_twin``
+    still works after a bare ``import stabsim``, and so does a submodule not imported yet."""
     code = ("import sys, stabsim.compile.helper, stabsim.kernels.twin\n"
             "print(sorted(m for m in ('xarray', 'pandas') if m in sys.modules))\n"
             "import stabsim\n"

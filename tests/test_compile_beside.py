@@ -200,13 +200,14 @@ def early_child(key, folder):
 
 def test_the_late_callees_handed_over_are_those_the_replicate_types(tmp_path):
     """The helper of a cold call compiles callees the kind's replicate types late (the fast kinds'
-    random-stream keys and first draws, about 1.2 s in, ``_record`` and loss value, about 1.8 s in):
+    random-stream keys and first draws, then ``_record`` and loss value; benchmarks/README.md,
+    "The twin kernel's design: the numbers behind its docstrings"):
     the signatures handed over must be those the replicate
     itself calls (compiled by the helper and loaded, or compiled here when the helper was slower), or
     the helper's work is wasted.  The general kind hands over none: its reference point's losses call
     ``_grad`` with the typed flag ``_general_step`` uses, so one ``_grad`` is compiled, the one the
-    replicate calls; checked in a process with an empty cache (a literal ``False`` at that call, as
-    before session 24, compiles a second ``_grad`` and fails it)."""
+    replicate calls; checked in a process with an empty cache (a literal ``False`` at that call
+    would compile a second ``_grad`` and fail it)."""
     # the fast kinds' callees have one recorded signature each (the one the suite's replicates typed)
     for k in range(twin.GENERAL):
         assert [(n, len(sigs)) for _, n, sigs in twin._late_callees(k)] == [

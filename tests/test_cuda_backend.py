@@ -1,4 +1,4 @@
-"""The CUDA backend against the CPU kernel, every kernel kind (issue #22).
+"""The CUDA backend against the CPU kernel, every kernel kind.
 
 On a machine with no GPU (CI) these run in numba's CUDA simulator (tests/conftest.py sets
 NUMBA_ENABLE_CUDASIM=1): the launch, the chunking over replicates, the scratch layout and the
@@ -182,7 +182,7 @@ def test_short_calls_take_the_general_build_and_long_ones_the_specialised(monkey
 
 def test_the_low_occupancy_warning_of_small_launches_is_not_shown(monkeypatch):
     """numba-cuda warns at every launch of few blocks ("Grid size 1 will likely result in GPU
-    under-utilization", seen on an H200 in every audit's small calls): run_twin keeps it out of the
+    under-utilization", on a GPU in every audit's small calls): run_twin keeps it out of the
     user's output; the numbers are the kernel's own (here the launch is wrapped to warn like that)."""
     import warnings
 
@@ -351,9 +351,9 @@ def test_every_kind_compiles_for_the_gpu(monkeypatch):
 
 def test_arrays_reach_the_device_with_canonical_strides(monkeypatch):
     """NumPy gives the shared data set, (1, rows, d), the stride 0 on its first axis; numba-cuda
-    takes a stride-0 axis for a broadcast one, so its ``to_device`` walked the array element by
-    element in Python (25 times the kernel's own time on an H200, docs/gpu.md) and the kernel was
-    typed for a non-contiguous array.  Every array the call sends must have NumPy's canonical
+    takes a stride-0 axis for a broadcast one, so its ``to_device`` would walk the array element by
+    element in Python (many times the kernel's own time; benchmarks/README.md, "GPU") and the kernel
+    would be typed for a non-contiguous array.  Every array the call sends must have NumPy's canonical
     C strides."""
     import stabsim.kernels.twin_cuda as tc
 

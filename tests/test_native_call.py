@@ -1,5 +1,5 @@
 """stabsim.compile.native_call: a compiled function called through its address (the twin kernel's
-replicate, issue #17) gives the results of a direct call, raises what the callee raises, and a
+replicate) gives the results of a direct call, raises what the callee raises, and a
 call whose argument types differ from the callee's is refused when the caller compiles."""
 
 from __future__ import annotations

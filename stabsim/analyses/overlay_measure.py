@@ -1,7 +1,7 @@
 """The measured side of the overlay check: a statistic of a formula over a study's data.
 
 Instead of a named measure of ``stabsim.engine.measures``, a study may describe its measure in the
-``[check]`` section (issue 16, item 3)::
+``[check]`` section::
 
     [check]
     value = "F_out - FS_out"          # per replicate: a formula over the data's variables

@@ -3,9 +3,9 @@
 When compiled function A calls compiled function B in the usual way, numba links B's code into
 A's and LLVM optimises the linked whole again.  For the twin kernel (a ``prange`` over
 replicates around one call of the replicate, ``twin.build_replicate``) that second optimisation
-of an already optimised replicate was most of the kernel's own compile time (4.1 of about 4.5 s
-on a 2-vCPU Xeon; benchmarks/README.md, "The replicate called through its address"), and it was
-paid once for each of the four kernel kinds, since each kind's kernel linked its own replicate.
+of an already optimised replicate is most of the kernel's own compile time (benchmarks/README.md,
+"Compile time and the cold start"), and it would be paid once for each of the four kernel kinds,
+since each kind's kernel would link its own replicate.
 
 ``call_native(addr, args)`` calls the function at ``addr`` with numba's own calling convention
 (the one numba uses between compiled functions), so nothing is linked: one kernel, compiled once,
@@ -84,9 +84,10 @@ def caller_beside(module: str, name: str):
 
 def address_for(dispatcher, args: tuple, callee_types, beside=None, later=None) -> int:
     """``native_address(dispatcher, callee_types(types of args))``, looked up by the arguments'
-    numba fingerprints (numba's own dispatch key, computed in C: about 4 us for 31 arguments,
-    against about 140 us for their types and the callee's signature; same fingerprint, same
-    numba type).  Arguments without a fingerprint fall back to ``numba.typeof``.
+    numba fingerprints (numba's own dispatch key, computed in C: a small fraction of the time
+    ``numba.typeof`` of every argument and the callee's signature take; benchmarks/README.md,
+    "run_twin's overhead per call"; same fingerprint, same numba type).  Arguments without a
+    fingerprint fall back to ``numba.typeof``.
 
     ``beside``: None, or a function of the argument types returning the (module, name,
     signatures) the caller compiles next; when the callee has to be compiled (not in numba's

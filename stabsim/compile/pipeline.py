@@ -2,13 +2,13 @@
 IR clean-up.
 
 The replicate (``twin.build_replicate``) is one large function with no ``prange``.  Compiled
-with numba's plain pipeline it ran up to a third slower on some configurations than with
-``parallel=True`` (P1 Alg. 1 with an l2 ball, d = 10: 73 against 56 ns per twin step, 2-vCPU
-Xeon), and with the plain pipeline plus only the IR simplification below about 3 % slower: the
-parallel pipeline's array analysis and its fusion pass's simplification of the IR (copy
-propagation, dead code removal, CFG simplification: ``numba.core.ir_utils.simplify``, twice)
-give LLVM a smaller function.  numba's copy propagation deep-copies its data-flow sets on every
-iteration of its fixed point, which took about 2 s of each replicate's compile.
+with numba's plain pipeline it runs up to a third slower on some configurations than with
+``parallel=True``, and with the plain pipeline plus only the IR simplification below still a
+little slower (benchmarks/README.md, "Compile time and the cold start"): the parallel
+pipeline's array analysis and its fusion pass's simplification of the IR (copy propagation,
+dead code removal, CFG simplification: ``numba.core.ir_utils.simplify``, twice) give LLVM a
+smaller function.  numba's copy propagation deep-copies its data-flow sets on every iteration
+of its fixed point, a large part of each replicate's compile.
 
 ``SimplifiedCompiler`` is numba's pipeline (used with ``parallel=True``) whose parfor fusion and
 pre-lowering passes are replaced, for a function without parfors, by ``SimplifyIR`` and
@@ -17,12 +17,11 @@ times in all) with a copy propagation that copies the sets of name pairs shallow
 tuples of strings: the same result).  A function with parfors gets numba's own passes.  The IR is
 the same, so the machine code and the numbers are (the four kinds' replicates disassemble
 identically, up to symbol names and the pickled file paths of error messages); each replicate
-compiles about 2 s faster (benchmarks/README.md, "The replicate called through its address").
+compiles without the deep copies' time (benchmarks/README.md, "Compile time and the cold start").
 ``LeanCompiler`` also drops numba's parfor conversion (``PreParforPass``, ``ParforPass``: array
-analysis, about 0.45 s of the 4-5 s a specialised replicate takes to compile on a 2-vCPU AMD
-EPYC): for the build a fast kind's cold call waits for (``twin._specialised``), whose machine
-code ran as fast as ``SimplifiedCompiler``'s (P1 Alg. 1, T = 10^6: 21.1 against 21.2 ns per
-twin step at d = 10, 60.2 against 60.5 at d = 100) with the same numbers.
+analysis, a tenth of a specialised replicate's compile): for the build a fast kind's cold call
+waits for (``twin._specialised``), whose machine code runs as fast as ``SimplifiedCompiler``'s
+(benchmarks/README.md, "Compile time and the cold start") with the same numbers.
 Built from numba's pipeline API (``CompilerBase``, ``DefaultPassBuilder``, ``register_pass``) and
 the IR utilities of ``numba.core.ir_utils`` and ``numba.parfors.parfor`` that numba's own passes
 use.

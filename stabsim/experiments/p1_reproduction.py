@@ -220,7 +220,7 @@ def p1_table1_cell(spec: StudySpec, cell: dict, replicates: np.ndarray) -> xr.Da
         cpus[k] = trj.cpu
     # the test AUCs after the timed runs: a matrix product here starts OpenBLAS's threads, which
     # keep spinning for a while after it and would be counted in the next run's process CPU time
-    # (measured: OLP and OAM_gra on letter 1.8x their time when a run followed one)
+    # (it inflates OLP's and OAM_gra's CPU times; benchmarks/README.md, "Thread pools")
     for k, (_, te, _, _) in enumerate(parts):
         aucs[k] = np.atleast_1d(auc(outputs[k], X[te], y[te]))
     ds = xr.Dataset(

@@ -69,9 +69,10 @@ _KEPT: dict = {}
 def _data_sets(spec, cell, pb, n, seed, reps):
     """``pb.sample_replicates(n, seed, reps)``, kept in memory while a later cell of the study draws
     the same data sets.  The cells of one kappa differ only in eps, and a data set is a function of
-    (problem, n, seed, replicate) alone: the 12 eps cells of Fig. 1 drew the same 500 sets of 5000
-    points each (about 20 s per study).  The chunks that draw the same sets run one after another
-    (``_jobs_sharing_data_together``), so one chunk's sets are held at a time (100 x 5000 x 10
+    (problem, n, seed, replicate) alone: the 12 eps cells of Fig. 1 use the same 500 sets of 5000
+    points each, whose drawing, once per cell, would be a good part of the study's time
+    (benchmarks/README.md, "Data sets and samples").  The chunks that draw the same sets run one
+    after another (``_jobs_sharing_data_together``), so one chunk's sets are held at a time (100 x 5000 x 10
     doubles, 44 MB with the labels, in the studies), dropped when other sets are drawn; in any
     other order (a cluster's workers, a resume) a chunk only draws again."""
     design = (spec.id, pb.name, pb.d, repr(sorted(pb.params.items())), int(n), int(seed))

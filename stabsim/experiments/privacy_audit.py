@@ -1,4 +1,4 @@
-"""Privacy audits as studies (issue #19): kind ``privacy_audit``; check ``privacy_audit`` in
+"""Privacy audits as studies: kind ``privacy_audit``; check ``privacy_audit`` in
 :mod:`stabsim.analyses.privacy_audit`.
 
 Kind ``privacy_audit``

@@ -132,8 +132,8 @@ def _hinge_partners(w, X, y, i, partners, m, scale, g):
 
     w is fixed during the sweep, so the margins of four partners are summed at once: four
     independent additions per coordinate instead of one chain whose every addition waits for the
-    previous one (measured at d = 784, buffers of 200 and 100: OLP and OAM_gra steps 2.2-2.4 times
-    faster).  Each dot product is still summed over a = 0..d-1 in order and g is updated partner by
+    previous one, so the four chains' additions overlap (benchmarks/README.md, "Other kernels").
+    Each dot product is still summed over a = 0..d-1 in order and g is updated partner by
     partner, so the numbers are those of ``_hinge_pair`` called for each partner, bit for bit."""
     d = X.shape[1]
     c = 0

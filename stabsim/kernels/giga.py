@@ -114,7 +114,7 @@ def _lhat(form, phi, q, w, Xs, Ys, order, t, prime, k, krow, scale, g, dx):
 def _lhat_grad(form, phi, q, w, Xs, Ys, order, t, prime, k, krow, g, dx):
     """``_lhat``'s gradient alone (scale 1), the same g bit for bit, where the average loss is
     not used: the linear forms skip the loss values (for the logistic loss, a log1p per pair;
-    p3_lemma4 8.0 -> 6.8 s, benchmarks/README.md); the metric forms call ``_lhat``."""
+    benchmarks/README.md, "Other kernels"); the metric forms call ``_lhat``."""
     a = _row(order[t - 1], prime, k, krow)
     if form == AUC or form == AUC_ORDERED or form == RANKING:
         allprev_pairs_grad(form, phi, q, w, Xs, Ys, a, order, t - 1, prime, k, krow, 1.0, g)

@@ -63,28 +63,28 @@ MAX_REGISTERS = None
 SPECIALIZE = None
 #: the work (replicates x steps of one call) from which ``SPECIALIZE = None`` compiles the
 #: specialised build, where it keeps the iterates in per-thread arrays (fast kinds, p <=
-#: ``LOCAL_MAX_P``): its compilation costs about 10 s per configuration (NVVM on one core), which
+#: ``LOCAL_MAX_P``): its compilation (NVVM on one core) costs seconds per configuration, which
 #: a call repays only when long, and a run of many short calls of many configurations (the quick
 #: suite: 34 configurations, every call far under this) would spend minutes compiling them.
-#: Measured on an H200 (P1 Alg. 1, d = 10; docs/gpu.md, session 21): general build 0.240 ns per
-#: replicate-step, specialised with per-thread iterates 0.042 ns, compilation 10.7 s, so the
-#: break-even is 10.7 s / 0.198 ns = 5.4e10 replicate-steps.  Below it a call uses the general
-#: build of its kind (one compilation per kind).  The build follows from (R, T, configuration)
-#: alone, so a call gives the same numbers whatever ran before it in the process.
+#: The value is the break-even: the compilation's time divided by what the specialised build
+#: saves per replicate-step against the general build (P1 Alg. 1, d = 10; benchmarks/README.md,
+#: "GPU").  Below it a call uses the general build of its kind (one compilation per kind).  The
+#: build follows from (R, T, configuration) alone, so a call gives the same numbers whatever ran
+#: before it in the process.
 SPECIALIZE_MIN_STEPS = 5 * 10**10
 #: the same without per-thread iterates (the general kind, p > ``LOCAL_MAX_P``): there the
-#: specialised build only drops branches, 0.214 against 0.240 ns on the same workload with its
-#: iterates in global memory, so the break-even is 10.7 s / 0.026 ns = 4e11 replicate-steps.
+#: specialised build only drops branches and saves far less per replicate-step, so its
+#: break-even lies further (benchmarks/README.md, "GPU").
 SPECIALIZE_MIN_STEPS_GLOBAL = 4 * 10**11
 #: in a specialised build of a fast kind (P1 Alg. 1/2, SGD_pair, P4 Alg. 1: p = d) with p at most
 #: this, a thread keeps its replicate's iterates, output sums, noise and norms in per-thread arrays
 #: of compile-time size (``cuda.local.array``) instead of global scratch: with the dimension a
 #: constant the coordinate loops unroll and the compiler can hold the arrays in registers.
-#: At d = 10 ptxas keeps every array in registers, and the launches run within 10 % of a
-#: hand-written kernel (H200, docs/gpu.md, session 18) and five times the specialised build with
-#: its iterates in global memory (0.042 against 0.214 ns per replicate-step, session 21); it spills
-#: 12-148 bytes per thread at d = 12, 600-700 at d = 16 and over 3 KB at d = 32, so larger p keep
-#: the global scratch.  0 turns it off.
+#: At d = 10 ptxas keeps every array in registers, and the launches run about as fast as a
+#: hand-written kernel and several times faster than the specialised build with its iterates in
+#: global memory; at d = 12 a little of them spills out of registers and beyond it hundreds of
+#: bytes per thread and more, so larger p keep the global scratch (benchmarks/README.md, "GPU").
+#: 0 turns it off.
 LOCAL_MAX_P = 12
 #: replicates per launch in numba's CUDA simulator (it runs each simulated thread as a Python thread)
 SIMULATOR_CHUNK = 64
@@ -176,9 +176,9 @@ def _on_simulated_arrays(fn):
 def _to_device(a):
     """``a`` copied to the GPU, C-contiguous with the strides NumPy gives a new array.  NumPy may
     give a dimension of length 1 the stride 0 (X and Y of a shared data set, (1, rows, d), arrive
-    so), which numba-cuda takes for a broadcast dimension: ``to_device`` then walked the array
-    element by element in Python (1.4 s for X at 65,536 replicates on an H200, 25 times the
-    kernel's own time, issue #22) and the kernel was typed for a non-contiguous ('A') array."""
+    so), which numba-cuda takes for a broadcast dimension: ``to_device`` then walks the array
+    element by element in Python (many times the kernel's own time; benchmarks/README.md, "GPU")
+    and the kernel is typed for a non-contiguous ('A') array."""
     a = np.ascontiguousarray(a)
     if a.size and 0 in a.strides:
         a = a.copy()

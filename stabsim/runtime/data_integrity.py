@@ -57,9 +57,9 @@ def clean_encoding(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
-# Measured on this class of machine (a 197 MB data.nc, page cache warm): writing with HDF5's
-# Fletcher-32 filter costs no more than without (0.17 s vs 0.27 s, noise), reading costs
-# 0.096 s instead of 0.048 s; a SHA-256 over the same values costs 0.26 s on top of the read.
+# Writing with HDF5's Fletcher-32 filter costs no more than without, reading costs about twice
+# the plain read, and a SHA-256 over the same values costs as much again on top of the read
+# (benchmarks/README.md, "Data files").
 # Every numeric array variable is stored with Fletcher-32 (verified by HDF5 itself on every read,
 # by any reader: xarray, h5py, netCDF-C).  The filter covers the chunks' bytes, not the file's
 # metadata: a flipped bit in a B-tree node of a variable's chunk index makes HDF5 miss the chunk

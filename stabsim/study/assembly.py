@@ -108,7 +108,7 @@ def assemble(spec: StudySpec, sd: StudyDir | str | Path, *, lazy: bool | None = 
         with ctx:
             out = _combine_cells(spec, cover, lazy, opened)
 
-            def check(tmp):  # h5py directly: xarray's open costs ~0.2 s here
+            def check(tmp):  # h5py directly: xarray's open is slow (benchmarks/README.md, "Data files")
                 import h5py
 
                 with h5py.File(tmp, "r") as f:

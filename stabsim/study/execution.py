@@ -157,7 +157,7 @@ class Executor:
     def close(self, interrupted: bool = False):
         """Shut down what this executor started.  ``interrupted`` (Ctrl-C, SIGTERM): first kill
         the local workers' processes, whose running chunk is discarded anyway, so that the
-        shutdown takes a fraction of a second instead of waiting for their kernels (about 4 s)."""
+        shutdown takes a fraction of a second instead of waiting for their kernels to finish."""
         if self._own:
             if interrupted and self.cluster is not None:
                 for w in list(getattr(self.cluster, "workers", {}).values()):

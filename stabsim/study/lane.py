@@ -1,5 +1,5 @@
 """A second lane of studies: a worker process that computes studies from the back of a run's list
-while the calling process computes them from the front (issue #17).
+while the calling process computes them from the front.
 
 A full-profile suite left about 90 core-seconds of its two cores idle while studies computed
 (benchmarks/README.md, "A second lane of studies"): a study's serial stretches (P1 Table 1's timed

@@ -22,9 +22,9 @@ Guarantees
   an edited attr would silently drop out of data.nc).  ``validate_chunk`` re-opens a file with xarray and checks all of them;
   a file that fails (truncated, foreign, wrong replicates, altered values) is deleted and
   its chunk recomputed.
-* **Fast, exact chunk format.**  Chunks are netCDF-3 files (xarray's ``scipy`` engine): on
-  this class of machine h5py/h5netcdf cost ~0.2 s to write and ~0.2 s to read even a tiny
-  file, netCDF-3 ~0.01 s, which is what keeps chunking overhead small.  netCDF-3 has no
+* **Fast, exact chunk format.**  Chunks are netCDF-3 files (xarray's ``scipy`` engine): h5py and
+  h5netcdf cost a fixed time to write and to read even a tiny file, netCDF-3 a small fraction
+  of it, which keeps chunking overhead small (benchmarks/README.md, "Data files").  netCDF-3 has no
   int64 and few attribute types, so ``encode_chunk`` stores int64 variables as int32 (only
   when every value fits; marker attr ``stabsim_dtype``) and every attribute dict as JSON
   (attr ``stabsim_attrs``); ``open_chunk`` undoes both, so a chunk reads back identical to
