@@ -484,7 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="folder of study files for 'suite' (default: see stabsim --help)")
     sp.set_defaults(func=cmd_privacy)
 
-    sp = sub.add_parser("audit", help="empirical privacy audit (provided by stabsim.privacy.audit_runner)",
+    sp = sub.add_parser("audit", help="empirical privacy audit (stabsim.privacy.audit_cli)",
                         add_help=False)
     sp.add_argument("args", nargs=argparse.REMAINDER)
     sp.set_defaults(func=cmd_audit)
