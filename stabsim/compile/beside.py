@@ -42,7 +42,7 @@ from stabsim.compile.helper import usable_cores
 from stabsim.compile.signatures import resolve
 
 #: the folder holding the stabsim package this module belongs to
-_ROOT = str(Path(__file__).resolve().parent.parent)
+_ROOT = str(Path(__file__).resolve().parents[2])
 #: how long ``finish`` waits for a helper before compiling in this process instead
 WAIT_SECONDS = 120.0
 

@@ -16,7 +16,7 @@ import re
 from importlib import import_module
 from pathlib import Path
 
-SIGNATURES = Path(__file__).resolve().parent / "data" / "kernel_signatures.pkl"
+SIGNATURES = Path(__file__).resolve().parents[1] / "data" / "kernel_signatures.pkl"
 #: per built-in study, the kernels a run of it alone uses (``stabsim.study.warm``)
 STUDY_KERNELS = SIGNATURES.parent / "study_kernels.pkl"
 

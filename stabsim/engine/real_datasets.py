@@ -58,7 +58,7 @@ from stabsim.engine.validation import check_Xy
 __all__ = ["available", "load", "read_libsvm", "DatasetInfo", "SCALES", "BINARIZE_RULES",
            "DATA_DIR"]
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 SCALES = ("minmax[-1,1]", "unit-norm", "minmax[-1,1]+unit-norm", None)
 BINARIZE_RULES = ("p1", "minority+", "ovr:<label>", "callable")
 MISSING = ("median", "mean", "drop")

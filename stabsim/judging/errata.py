@@ -21,7 +21,7 @@ from pathlib import Path
 __all__ = ["ERRATA_DOC", "ID_RE", "errata_doc", "errata_ids", "find_ids", "anchor", "link_ids"]
 
 #: ``docs/errata.md`` of the repository this module sits in (``<repo>/stabsim/errata.py``).
-ERRATA_DOC = Path(__file__).resolve().parent.parent / "docs" / "errata.md"
+ERRATA_DOC = Path(__file__).resolve().parents[2] / "docs" / "errata.md"
 
 #: one citation: paper, first id, and optional ``/E<m>`` / ``/F<m>`` continuations.
 ID_RE = re.compile(r"\b(P[0-4])-([EF][0-9]+|[A-D])((?:/[EF][0-9]+)*)(?![\w-])")

@@ -53,7 +53,7 @@ from pathlib import Path
 __all__ = ["MARKER_RE", "Marker", "SyncError", "MissingStudy", "Mismatch", "load_rows", "markers", "render",
            "sync", "check", "DEFAULT_DOCS", "main"]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 #: the docs that quote study results (relative to the repository root).
 DEFAULT_DOCS = ("docs/errata.md", "docs/privacy.md", "README.md")
 

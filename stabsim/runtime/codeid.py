@@ -29,7 +29,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 #: identity keys that must agree for a stored result to be reused by the running code
 MATCH_KEYS = ("code_sha256", "code_python", "code_numpy", "code_numba")
