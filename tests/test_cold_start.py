@@ -32,7 +32,8 @@ import json, sys
 import numpy as np
 from stabsim import run_twin
 from numba import types
-from stabsim.kernels import native_call, twin, twin_steps
+from stabsim.compile import native_call
+from stabsim.kernels import twin, twin_steps
 
 RECORDED = ("dist_iterate", "dist_output", "loss_path", "loss_ref_path", "eta2_loss_path", "output")
 CASES = {"p1_alg1-hinge-l2": (dict(algorithm="p1_alg1", loss="auc_hinge", constraint="l2:0.5"), twin.FAST_PREVIOUS),

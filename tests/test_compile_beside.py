@@ -36,7 +36,7 @@ import os
 from numba import types
 from numba.core import event
 import stabsim
-from stabsim import compile_beside as cb
+from stabsim.compile import beside as cb
 import beside_target
 
 sig = (types.float64,)

@@ -1,7 +1,7 @@
 """Real data sets for the paper reproductions, read only from files that ship inside
 installed packages: nothing is downloaded at run time.
 
->>> from stabsim import datasets
+>>> from stabsim.engine import real_datasets as datasets
 >>> for row in datasets.available(): print(row)
 >>> X, y, info = datasets.load("diabetes")            # P1 Table 1 / P3
 >>> X, y, info = datasets.load("usps")                # -> "digits", info["stand_in"] is True
