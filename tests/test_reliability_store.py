@@ -25,7 +25,7 @@ from stabsim.study import StaleCode, StudyError, load_study, run_study
 
 from test_study import assert_identical, load, write_study
 
-PKG = Path(codeid.__file__).resolve().parent
+PKG = codeid.PACKAGE_DIR
 
 
 def chunks(sd: StudyDir) -> list[str]:
@@ -61,7 +61,7 @@ def test_source_hash_covers_every_module(tmp_path):
     pkg = copy_package(tmp_path)
     base = codeid.source_sha256(pkg)
     assert base == codeid.source_sha256(PKG)  # the content, not the location
-    for rel in ("rng.py", "losses.py", "kernels/twin.py", "analyses/base.py", "study/spec.py", "__init__.py"):
+    for rel in ("engine/rng.py", "engine/losses.py", "kernels/twin.py", "analyses/base.py", "study/spec.py", "__init__.py"):
         f = pkg / rel
         text = f.read_text()
         f.write_text(text + "# a one-line edit\n")
@@ -101,7 +101,7 @@ def test_resume_after_a_code_edit_is_refused_then_recomputes_only_stale_chunks(t
         p.unlink()  # the interruption
     # the edit: rng.py changes, so does the source hash of the running code
     pkg = copy_package(tmp_path)
-    (pkg / "rng.py").write_text((pkg / "rng.py").read_text() + "# edited\n")
+    (pkg / "engine" / "rng.py").write_text((pkg / "engine" / "rng.py").read_text() + "# edited\n")
     new = other_code(monkeypatch, codeid.source_sha256(pkg))
     with pytest.raises(StaleCode) as e:
         run(spec, out)
@@ -220,7 +220,7 @@ def test_numba_cache_folder_respects_the_user_and_ignores_an_inherited_one(tmp_p
     monkeypatch.setenv(AUTO_MARK, str(tmp_path / "mine"))  # ...but one stabsim chose is recomputed
     a = configure_numba_cache(pkg)
     assert a == str(tmp_path / "c" / "stabsim" / "numba" / codeid.source_sha256(pkg)[:16])
-    (pkg / "losses.py").write_text((pkg / "losses.py").read_text() + "\n")
+    (pkg / "engine" / "losses.py").write_text((pkg / "engine" / "losses.py").read_text() + "\n")
     codeid.source_sha256.cache_clear()
     b = configure_numba_cache(pkg)
     assert b != a and os.environ["NUMBA_CACHE_DIR"] == b
